@@ -1,0 +1,96 @@
+# hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make install PREFIX= DESTDIR=`.
+# BUILD=dir puts every output under dir (parallel work trees can use their own).
+CC      ?= cc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+BASE    := -std=c11 -D_GNU_SOURCE -fPIC -Iinclude $(WARN) -DHFS3_VERSION='"$(VERSION)"'
+LIBS    := -lcurl -lcrypto -lcjson -lexpat -lpthread
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+LIB_SRC    := $(sort $(wildcard lib/*.c))
+HELPER_SRC := $(sort $(wildcard helper/*.c))
+SHIM_SRC   := $(sort $(wildcard shim/*.c))
+UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+HEADERS    := $(wildcard include/hfs3/*.h) $(wildcard lib/*.h) $(wildcard helper/*.h) $(wildcard tests/unit/*.h)
+
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_SOBJ   := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
+HELPER_OBJ := $(HELPER_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_SBIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests-san/%)
+
+SHIM       := $(BUILD)/lib/libhfs3shim.so
+HELPER     := $(BUILD)/bin/hfs3-manifest
+# The shim: libc only, no large-file or fortify renaming (interposition.md), only the interposers exported.
+SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPIC -fvisibility=hidden -Iinclude \
+               $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
+SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
+
+.PHONY: all test unit e2e demo bench install clean deps
+all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -c $< -o $@
+$(BUILD)/san/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O1 -g $(SAN) -c $< -o $@
+
+$(BUILD)/libhfs3.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libhfs3-san.a: $(LIB_SOBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(HELPER): $(HELPER_OBJ) $(BUILD)/libhfs3.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(HELPER_OBJ) $(BUILD)/libhfs3.a $(LIBS)
+
+$(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) $(SHIM_LDFLAGS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhfs3.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libhfs3.a $(LIBS)
+$(BUILD)/tests-san/%: tests/unit/%.c $(BUILD)/libhfs3-san.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O1 -g $(SAN) -Itests/unit -o $@ $< $(BUILD)/libhfs3-san.a $(LIBS)
+
+deps:
+	@bash scripts/deps.sh
+
+# Unit tests run twice: plain, then under AddressSanitizer + UBSan.
+unit: $(UNIT_BIN) $(UNIT_SBIN)
+	@BUILD=$(BUILD) bash tests/run-unit.sh $(UNIT_BIN) $(UNIT_SBIN)
+
+e2e: all
+	@BUILD=$(BUILD) bash tests/e2e/run.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 0755 $(HELPER) $(DESTDIR)$(PREFIX)/bin/hfs3-manifest
+	$(if $(SHIM_SRC),install -m 0755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libhfs3shim.so)
+	$(if $(DESTDIR),,$(if $(SHIM_SRC),-ldconfig))
+
+clean:
+	rm -rf $(BUILD)

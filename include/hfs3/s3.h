@@ -1,0 +1,80 @@
+/* s3.h - a small S3 client on libcurl: GET (with Range, If-Match, If-None-Match), HEAD, ListObjectsV2
+ * (all pages), PUT of a small object. Requests are signed with sigv4.c. One hfs3_s3 is one connection
+ * (a CURL easy handle, kept alive and reused); use one per thread. Retries with exponential backoff
+ * and jitter on connection errors, timeouts, 500, 502, 503 (SlowDown) and 504; a ranged GET that breaks
+ * mid-body resumes from the last byte delivered. S3 XML error bodies become one line naming Code and
+ * Message. Secrets never appear in messages. */
+#ifndef HFS3_S3_H
+#define HFS3_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hfs3/config.h"
+#include "hfs3/util.h"
+
+typedef struct hfs3_s3 hfs3_s3;
+
+typedef struct hfs3_s3_object {
+    char *key;
+    uint64_t size;
+    char *etag;          /* as S3 returned it, quotes included: "\"abc\"" */
+    long long mtime;     /* LastModified, seconds since the epoch (UTC) */
+} hfs3_s3_object;
+
+typedef struct hfs3_s3_list {
+    hfs3_s3_object *v;
+    size_t n, cap;
+} hfs3_s3_list;
+
+/* Tunables; zero fields take the defaults. */
+typedef struct hfs3_s3_opts {
+    long connect_timeout_ms;  /* default 10000 */
+    long low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long; default 30 */
+    int max_retries;          /* default 5 (6 attempts) */
+    long backoff_base_ms;     /* default 100; doubled each retry, capped at 5 s, full jitter */
+} hfs3_s3_opts;
+
+/* r must outlive the client. opts may be NULL. */
+int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out);
+void hfs3_s3_free(hfs3_s3 *c);
+
+/* Every object under key prefix `prefix` (pass "" for the whole bucket), all pages of
+ * ListObjectsV2 (continuation tokens), appended to *out in listing order. */
+int hfs3_s3_list(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out);
+void hfs3_s3_list_free(hfs3_s3_list *l);
+void hfs3_s3_object_free(hfs3_s3_object *o);   /* frees the members, not o */
+
+/* HEAD: fills *out (key, size, etag, mtime). -ENOENT for 404. */
+int hfs3_s3_head(hfs3_s3 *c, const char *key, hfs3_s3_object *out);
+
+/* Receives body bytes in order; return 0 to go on, negative to abort (that code is returned). */
+typedef int (*hfs3_s3_sink)(void *ud, const void *data, size_t n);
+
+typedef struct hfs3_s3_get {
+    int ranged;               /* 1: only bytes [offset, offset+length) */
+    uint64_t offset, length;
+    const char *if_match;     /* ETag or NULL: 412 gives -ESTALE */
+    const char *if_none_match;/* ETag or NULL: 304 gives not_modified = 1 and no body */
+    /* results */
+    int status;               /* final HTTP status */
+    int not_modified;
+    char *etag;               /* malloc'd, caller frees (may be NULL) */
+    uint64_t object_size;     /* from Content-Length or Content-Range when known */
+} hfs3_s3_get;
+
+/* GET into sink. Errors: -ENOENT 404, -EACCES 403, -ESTALE 412, -ERANGE 416, -EIO others,
+ * -ETIMEDOUT, -ECONNREFUSED; the message names the key, the HTTP status and S3's Code and Message.
+ * A retry after a partial body resumes where the sink stopped receiving (never repeats bytes). */
+int hfs3_s3_get(hfs3_s3 *c, const char *key, hfs3_s3_get *g, hfs3_s3_sink sink, void *ud);
+/* GET a whole small object into out (at most max bytes, else -EFBIG). g may be NULL. */
+int hfs3_s3_get_buf(hfs3_s3 *c, const char *key, size_t max, hfs3_buf *out, hfs3_s3_get *g);
+
+/* PUT a small object (single request, payload signed). On success *etag_out (if not NULL) gets the
+ * new ETag (caller frees). */
+int hfs3_s3_put(hfs3_s3 *c, const char *key, const void *data, size_t n, const char *content_type,
+                char **etag_out);
+
+/* The full request URL and Host for key (exposed for tests and for the fetcher's logs, no secrets). */
+char *hfs3_s3_url(const hfs3_s3 *c, const char *key);
+
+#endif

@@ -1,0 +1,76 @@
+/* util.h - errors, size-capped buffers, hex and SHA-256: the small pieces every module uses.
+ *
+ * Error convention for all of lib/: functions return 0 (or a count) on success and a negative
+ * errno-style code on failure, after storing a one-line human message in a per-thread slot
+ * (hfs3_err_set / hfs3_errmsg). Callers print hfs3_errmsg(); they never free it. */
+#ifndef HFS3_UTIL_H
+#define HFS3_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Stores a printf-style message for this thread and returns `code` (a negative errno). */
+int hfs3_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends "prefix: " to the current message (adds context on the way up). Returns `code`. */
+int hfs3_err_wrap(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of this thread's last failure ("" if none). Valid until the next hfs3_err call. */
+const char *hfs3_errmsg(void);
+void hfs3_err_clear(void);
+
+/* A growable byte buffer with a hard cap (like curl's dynbuf). data is always NUL-terminated
+ * when len > 0. A failed append frees the buffer and returns -ENOMEM or -E2BIG (cap reached). */
+typedef struct hfs3_buf {
+    char *data;
+    size_t len, cap, max;
+} hfs3_buf;
+
+void hfs3_buf_init(hfs3_buf *b, size_t max);
+int hfs3_buf_add(hfs3_buf *b, const void *p, size_t n);
+int hfs3_buf_adds(hfs3_buf *b, const char *s);
+int hfs3_buf_addc(hfs3_buf *b, char c);
+int hfs3_buf_addf(hfs3_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hfs3_buf_reset(hfs3_buf *b);                 /* len = 0, keeps the memory */
+char *hfs3_buf_take(hfs3_buf *b, size_t *len);    /* caller owns the result ("" if empty); b is reset */
+void hfs3_buf_free(hfs3_buf *b);
+/* the contents as a C string, never NULL */
+static inline const char *hfs3_buf_str(const hfs3_buf *b) { return b->data ? b->data : ""; }
+
+/* Lowercase hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void hfs3_hex(const unsigned char *in, size_t n, char *out);
+/* Parses 2n hex digits (either case) into n bytes; -EINVAL if s is not exactly that. */
+int hfs3_unhex(const char *s, unsigned char *out, size_t n);
+/* 1 if s is exactly 64 lowercase hex digits. */
+int hfs3_is_sha256_hex(const char *s);
+
+/* Streaming SHA-256 (OpenSSL EVP). */
+typedef struct hfs3_sha256_ctx hfs3_sha256_ctx;
+hfs3_sha256_ctx *hfs3_sha256_new(void);              /* NULL on allocation failure */
+void hfs3_sha256_update(hfs3_sha256_ctx *h, const void *p, size_t n);
+void hfs3_sha256_final(hfs3_sha256_ctx *h, unsigned char out[32]); /* h may be updated again after reset */
+void hfs3_sha256_reset(hfs3_sha256_ctx *h);
+void hfs3_sha256_free(hfs3_sha256_ctx *h);
+void hfs3_sha256(const void *p, size_t n, unsigned char out[32]);
+void hfs3_sha256_hexof(const void *p, size_t n, char out[65]);
+/* Hashes a whole local file; on success hex holds 64 hex digits and *size the bytes read. */
+int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size);
+
+/* HMAC-SHA256 (OpenSSL). */
+void hfs3_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t n, unsigned char out[32]);
+
+/* Small string helpers. */
+char *hfs3_strdup(const char *s);                  /* NULL in, NULL out; aborts never: NULL on OOM */
+char *hfs3_strndup(const char *s, size_t n);
+int hfs3_starts_with(const char *s, const char *prefix);
+int hfs3_ends_with(const char *s, const char *suffix);
+/* Reads a whole local file (at most max bytes) into *out (NUL-terminated). */
+int hfs3_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Writes data to path atomically: temp file in the same directory, fsync, rename. */
+int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode);
+/* mkdir -p with the given mode for created directories. */
+int hfs3_mkdirs(const char *path, int mode);
+/* Number of online CPUs (>= 1). */
+int hfs3_ncpu(void);
+/* Monotonic seconds. */
+double hfs3_now(void);
+
+#endif

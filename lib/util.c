@@ -1,0 +1,398 @@
+/* util.c - per-thread error messages, the size-capped buffer, hex, SHA-256/HMAC through OpenSSL, and small
+ * file helpers. Owns nothing global except each thread's error slot. */
+#include "hfs3/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Thread_local char err_msg[1024];
+
+int hfs3_err(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int hfs3_err_wrap(int code, const char *fmt, ...)
+{
+    char prefix[512], old[sizeof err_msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, err_msg, sizeof old);
+    /* truncation is fine: the message stays one readable line */
+    const char *rest = old[0] ? old : strerror(code < 0 ? -code : code);
+    size_t lp = strlen(prefix), lr = strlen(rest), cap = sizeof err_msg - 1;
+    if (lp > cap)
+        lp = cap;
+    memcpy(err_msg, prefix, lp);
+    size_t pos = lp;
+    if (pos + 2 <= cap) {
+        memcpy(err_msg + pos, ": ", 2);
+        pos += 2;
+    }
+    if (lr > cap - pos)
+        lr = cap - pos;
+    memcpy(err_msg + pos, rest, lr);
+    err_msg[pos + lr] = 0;
+    return code;
+}
+
+const char *hfs3_errmsg(void) { return err_msg; }
+void hfs3_err_clear(void) { err_msg[0] = 0; }
+
+void hfs3_buf_init(hfs3_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->max = max ? max : (size_t)-1;
+}
+
+static int buf_grow(hfs3_buf *b, size_t need)
+{
+    if (need > b->max || need < b->len) {
+        hfs3_buf_free(b);
+        return -E2BIG;
+    }
+    if (need + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need + 1)
+        cap = cap * 2 < cap ? need + 1 : cap * 2;
+    char *p = realloc(b->data, cap);
+    if (!p) {
+        hfs3_buf_free(b);
+        return -ENOMEM;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int hfs3_buf_add(hfs3_buf *b, const void *p, size_t n)
+{
+    int rc = buf_grow(b, b->len + n);
+    if (rc)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return 0;
+}
+
+int hfs3_buf_adds(hfs3_buf *b, const char *s) { return hfs3_buf_add(b, s, strlen(s)); }
+int hfs3_buf_addc(hfs3_buf *b, char c) { return hfs3_buf_add(b, &c, 1); }
+
+int hfs3_buf_addf(hfs3_buf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        hfs3_buf_free(b);
+        return -EINVAL;
+    }
+    if ((size_t)n < sizeof small)
+        return hfs3_buf_add(b, small, (size_t)n);
+    int rc = buf_grow(b, b->len + (size_t)n);
+    if (rc)
+        return rc;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+void hfs3_buf_reset(hfs3_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = 0;
+}
+
+char *hfs3_buf_take(hfs3_buf *b, size_t *len)
+{
+    char *p = b->data;
+    if (len)
+        *len = b->len;
+    if (!p)
+        p = calloc(1, 1);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+void hfs3_buf_free(hfs3_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void hfs3_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[in[i] >> 4];
+        out[2 * i + 1] = d[in[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int hfs3_unhex(const char *s, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 : hexval((unsigned char)s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return s[2 * n] ? -EINVAL : 0;
+}
+
+int hfs3_is_sha256_hex(const char *s)
+{
+    if (!s)
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return s[64] == 0;
+}
+
+struct hfs3_sha256_ctx {
+    EVP_MD_CTX *ctx;
+};
+
+hfs3_sha256_ctx *hfs3_sha256_new(void)
+{
+    hfs3_sha256_ctx *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    h->ctx = EVP_MD_CTX_new();
+    if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(h->ctx);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void hfs3_sha256_update(hfs3_sha256_ctx *h, const void *p, size_t n) { EVP_DigestUpdate(h->ctx, p, n); }
+
+void hfs3_sha256_final(hfs3_sha256_ctx *h, unsigned char out[32])
+{
+    unsigned int len = 32;
+    EVP_DigestFinal_ex(h->ctx, out, &len);
+    EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL);
+}
+
+void hfs3_sha256_reset(hfs3_sha256_ctx *h) { EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL); }
+
+void hfs3_sha256_free(hfs3_sha256_ctx *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+}
+
+void hfs3_sha256(const void *p, size_t n, unsigned char out[32])
+{
+    unsigned int len = 32;
+    EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+}
+
+void hfs3_sha256_hexof(const void *p, size_t n, char out[65])
+{
+    unsigned char md[32];
+    hfs3_sha256(p, n, md);
+    hfs3_hex(md, 32, out);
+}
+
+int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size)
+{
+    enum { CHUNK = 1 << 20 };
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    unsigned char *buf = malloc(CHUNK);
+    int rc = 0;
+    uint64_t total = 0;
+    if (!h || !buf) {
+        rc = hfs3_err(-ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf, CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = hfs3_err(-errno, "%s: read: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (n == 0)
+            break;
+        hfs3_sha256_update(h, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    unsigned char md[32];
+    hfs3_sha256_final(h, md);
+    hfs3_hex(md, 32, hex);
+    if (size)
+        *size = total;
+fail:
+    free(buf);
+    hfs3_sha256_free(h);
+    close(fd);
+    return rc;
+}
+
+void hfs3_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t n, unsigned char out[32])
+{
+    unsigned int len = 32;
+    HMAC(EVP_sha256(), key, (int)keylen, msg, n, out, &len);
+}
+
+char *hfs3_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *hfs3_strndup(const char *s, size_t n) { return s ? strndup(s, n) : NULL; }
+int hfs3_starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+int hfs3_ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+int hfs3_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+    hfs3_buf b;
+    hfs3_buf_init(&b, max);
+    char chunk[65536];
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = hfs3_err(-errno, "%s: read: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        if ((rc = hfs3_buf_add(&b, chunk, (size_t)n)) < 0) {
+            rc = hfs3_err(rc, "%s: larger than %zu bytes", path, max);
+            break;
+        }
+    }
+    close(fd);
+    if (rc < 0) {
+        hfs3_buf_free(&b);
+        return rc;
+    }
+    *out = hfs3_buf_take(&b, len);
+    return *out ? 0 : hfs3_err(-ENOMEM, "out of memory");
+}
+
+int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return hfs3_err(-errno, "%s: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = n;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return hfs3_err(-e, "%s: write: %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) < 0 || close(fd) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return hfs3_err(-e, "%s: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return hfs3_err(-e, "rename %s: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int hfs3_mkdirs(const char *path, int mode)
+{
+    char buf[4200];
+    size_t n = strlen(path);
+    if (n >= sizeof buf)
+        return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, (mode_t)mode) < 0 && errno != EEXIST)
+                return hfs3_err(-errno, "mkdir %s: %s", buf, strerror(errno));
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    return 0;
+}
+
+int hfs3_ncpu(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+double hfs3_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}

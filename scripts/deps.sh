@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# deps.sh - install what building, testing and the demo need, saying what it installs.
+# Debian packages through apt-get (as root), the S3 server through `npm ci` from the committed lockfile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev uthash-dev libexpat1-dev
+          rclone python3 python3-boto3 nodejs npm openssl coreutils curl)
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+  # nodejs/npm from NodeSource count as present: any node >= 18 with npm will do.
+  case "$p" in
+    nodejs) command -v node >/dev/null && continue ;;
+    npm) command -v npm >/dev/null && continue ;;
+  esac
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "deps: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" != 0 ]; then echo "deps: need root for apt-get (or install them yourself)" >&2; exit 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "deps: Debian packages present"
+fi
+
+need_npm() { [ ! -f "$1/node_modules/.package-lock.json" ] || ! cmp -s "$1/package-lock.json" "$1/.npm-ci-stamp" 2>/dev/null; }
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -ge 20 ]; then dir=.; else
+  echo "deps: node $(node --version) < 20: using the fallback s3rver 3.7.1, which does NOT verify signatures" >&2
+  dir=scripts/legacy-s3rver
+fi
+if need_npm "$dir"; then
+  echo "deps: npm ci in $dir (the local S3 server)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null && cp package-lock.json .npm-ci-stamp)
+else
+  echo "deps: S3 server present"
+fi
