@@ -16,6 +16,8 @@ LIB_SRC    := $(sort $(wildcard lib/*.c))
 HELPER_SRC := $(sort $(wildcard helper/*.c))
 SHIM_SRC   := $(sort $(wildcard shim/*.c))
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+PROBE_SRC  := $(sort $(wildcard tests/probes/*.c))
 HEADERS    := $(wildcard include/hfs3/*.h) $(wildcard lib/*.h) $(wildcard helper/*.h) $(wildcard tests/unit/*.h)
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -24,6 +26,11 @@ HELPER_OBJ := $(HELPER_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_SBIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests-san/%)
 
+TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+# C probes for the shim, built three ways (interposition.md): plain, large-file, fortified.
+PROBE_BIN  := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/plain/%) \
+              $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/lfs/%) \
+              $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/fort/%)
 SHIM       := $(BUILD)/lib/libhfs3shim.so
 HELPER     := $(BUILD)/bin/hfs3-manifest
 # The shim: libc only, no large-file or fortify renaming (interposition.md), only the interposers exported.
@@ -63,6 +70,20 @@ $(BUILD)/tests-san/%: tests/unit/%.c $(BUILD)/libhfs3-san.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O1 -g $(SAN) -Itests/unit -o $@ $< $(BUILD)/libhfs3-san.a $(LIBS)
 
+# Test tools: small programs over lib/ that end-to-end tests drive.
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libhfs3.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -o $@ $< $(BUILD)/libhfs3.a $(LIBS)
+$(BUILD)/probes/plain/%: tests/probes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O0 -g -Wall -o $@ $<
+$(BUILD)/probes/lfs/%: tests/probes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -O0 -g -Wall -o $@ $<
+$(BUILD)/probes/fort/%: tests/probes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -D_FORTIFY_SOURCE=2 -g -Wall -o $@ $<
+
 deps:
 	@bash scripts/deps.sh
 
@@ -70,7 +91,7 @@ deps:
 unit: $(UNIT_BIN) $(UNIT_SBIN)
 	@BUILD=$(BUILD) bash tests/run-unit.sh $(UNIT_BIN) $(UNIT_SBIN)
 
-e2e: all
+e2e: all $(TOOL_BIN) $(PROBE_BIN)
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
 
 test: deps
