@@ -2,6 +2,7 @@
 # run.sh - the end-to-end suite: each tests/e2e/t_*.sh runs in its own work dir with its own S3 server
 # (scripts/s3env.sh). A test prints "ok ..." / "not ok ..." lines; exit status decides.
 set -u
+shopt -s nullglob
 cd "$(dirname "$0")/../.."
 export HFS3_ROOT=$PWD BUILD=${BUILD:-build}
 export HFS3_BIN=$PWD/$BUILD/bin/hfs3-manifest HFS3_SHIM=$PWD/$BUILD/lib/libhfs3shim.so
