@@ -32,6 +32,7 @@ typedef struct hfs3_s3_opts {
     long low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long; default 30 */
     int max_retries;          /* default 5 (6 attempts) */
     long backoff_base_ms;     /* default 100; doubled each retry, capped at 5 s, full jitter */
+    int list_max_keys;        /* max-keys per ListObjectsV2 page; 0: the server's default (1000) */
 } hfs3_s3_opts;
 
 /* r must outlive the client. opts may be NULL. */
@@ -39,8 +40,9 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out);
 void hfs3_s3_free(hfs3_s3 *c);
 
 /* Every object under key prefix `prefix` (pass "" for the whole bucket), all pages of
- * ListObjectsV2 (continuation tokens), appended to *out in listing order. */
-int hfs3_s3_list(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out);
+ * ListObjectsV2 (continuation tokens), appended to *out in listing order.
+ * (Named _objects, not hfs3_s3_list: in C a function cannot share its name with the typedef.) */
+int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out);
 void hfs3_s3_list_free(hfs3_s3_list *l);
 void hfs3_s3_object_free(hfs3_s3_object *o);   /* frees the members, not o */
 
@@ -65,7 +67,7 @@ typedef struct hfs3_s3_get {
 /* GET into sink. Errors: -ENOENT 404, -EACCES 403, -ESTALE 412, -ERANGE 416, -EIO others,
  * -ETIMEDOUT, -ECONNREFUSED; the message names the key, the HTTP status and S3's Code and Message.
  * A retry after a partial body resumes where the sink stopped receiving (never repeats bytes). */
-int hfs3_s3_get(hfs3_s3 *c, const char *key, hfs3_s3_get *g, hfs3_s3_sink sink, void *ud);
+int hfs3_s3_get_object(hfs3_s3 *c, const char *key, hfs3_s3_get *g, hfs3_s3_sink sink, void *ud);
 /* GET a whole small object into out (at most max bytes, else -EFBIG). g may be NULL. */
 int hfs3_s3_get_buf(hfs3_s3 *c, const char *key, size_t max, hfs3_buf *out, hfs3_s3_get *g);
 

@@ -1,0 +1,436 @@
+/* cmd_fetch.c - `fetch REMOTE` (warm the cache, with progress) and the shim's helper commands `_index`,
+ * `_get` and `_prefetch` (docs/internals.md). Argument handling, ordering and printing only: the cache
+ * rules and the mount refresh are lib/cache.c's, the download lib/fetch.c's. */
+#include "cmds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hfs3/cache.h"
+#include "hfs3/config.h"
+#include "hfs3/fetch.h"
+#include "hfs3/log.h"
+#include "hfs3/manifest.h"
+#include "hfs3/util.h"
+
+static void errline(const char *msg) { fprintf(stderr, "hfs3-manifest: %s\n", msg); }
+
+/* The shim hands us a clean descriptor table but other callers may not: an inherited descriptor (a
+ * pipe the caller waits on to close) must not live as long as a background fetch. */
+static void close_other_fds(int keep)
+{
+    if (keep < 3) {
+        if (close_range(3, ~0U, 0) == 0)
+            return;
+    } else if ((keep == 3 || close_range(3, (unsigned)keep - 1, 0) == 0) &&
+               close_range((unsigned)keep + 1, ~0U, 0) == 0) {
+        return;
+    }
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+        if (fd != keep)
+            close((int)fd);
+}
+
+/* Parses a leading "--lock-fd N"; returns the index of the first positional argument or -1. */
+static int parse_lock_fd(int argc, char **argv, int *lock_fd)
+{
+    *lock_fd = -1;
+    int i = 1;
+    if (i < argc && !strcmp(argv[i], "--lock-fd")) {
+        if (i + 1 >= argc)
+            return -1;
+        char *end;
+        long v = strtol(argv[i + 1], &end, 10);
+        if (*end || v < 0 || v > 1 << 20)
+            return -1;
+        *lock_fd = (int)v;
+        i += 2;
+    } else if (i < argc && !strncmp(argv[i], "--lock-fd=", 10)) {
+        char *end;
+        long v = strtol(argv[i] + 10, &end, 10);
+        if (*end || v < 0 || v > 1 << 20)
+            return -1;
+        *lock_fd = (int)v;
+        i++;
+    }
+    /* a descriptor that is not open holds no lock: take it ourselves */
+    if (*lock_fd >= 0 && fcntl(*lock_fd, F_GETFD) < 0)
+        *lock_fd = -1;
+    return i;
+}
+
+static int open_cache(hfs3_cache **c)
+{
+    if (hfs3_cache_open(NULL, c) < 0) {
+        errline(hfs3_errmsg());
+        return -1;
+    }
+    return 0;
+}
+
+/* The cached manifest of the mount; when none is cached (or it is unreadable), a refresh first. */
+static int load_manifest(const hfs3_cache *c, const char *spec, hfs3_remote **r, hfs3_manifest **m)
+{
+    int rc = hfs3_mount_load(c, spec, m);
+    if (rc == 0)
+        return 0;
+    if (!*r && hfs3_remote_parse(spec, r) < 0)
+        return -EINVAL;
+    if ((rc = hfs3_mount_refresh(c, *r, -1, NULL)) < 0)
+        return rc;
+    return hfs3_mount_load(c, spec, m);
+}
+
+static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_entry *e, const hfs3_fetch_opts *o,
+                       hfs3_fetch_result *res)
+{
+    char *key = hfs3_remote_key(r, e->path);
+    if (!key)
+        return hfs3_err(-ENOMEM, "out of memory");
+    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag};
+    int rc = hfs3_fetch(c, r, &f, o, res);
+    free(key);
+    return rc;
+}
+
+int cmd_index(int argc, char **argv)
+{
+    int lock_fd;
+    int i = parse_lock_fd(argc, argv, &lock_fd);
+    if (i < 0 || argc - i != 1) {
+        fprintf(stderr, "usage: hfs3-manifest _index [--lock-fd N] REMOTE\n");
+        return 2;
+    }
+    close_other_fds(lock_fd);
+    const char *spec = argv[i];
+    hfs3_cache *c = NULL;
+    if (open_cache(&c) < 0)
+        return 2;
+    hfs3_remote *r = NULL;
+    int status = 0;
+    if (hfs3_remote_parse(spec, &r) < 0) {
+        errline(hfs3_errmsg());
+        hfs3_mount_set_error(c, spec, hfs3_errmsg());
+        status = 2;
+    } else if (hfs3_mount_refresh(c, r, lock_fd, NULL) < 0) {
+        errline(hfs3_errmsg());
+        status = 1;
+    }
+    if (lock_fd >= 0)
+        close(lock_fd);
+    hfs3_remote_free(r);
+    hfs3_cache_free(c);
+    return status;
+}
+
+/* The sha256 named by the lock file behind fd (locks/<sha>.lock), so that a failure can be reported
+ * where the shim looks even when the manifest changed under it. 0 or -1. */
+static int lock_fd_sha(int fd, char sha[65])
+{
+    char link[64], target[4200];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return -1;
+    target[n] = 0;
+    const char *base = strrchr(target, '/');
+    base = base ? base + 1 : target;
+    if (strlen(base) != 64 + 5 || strcmp(base + 64, ".lock") != 0)
+        return -1;
+    memcpy(sha, base, 64);
+    sha[64] = 0;
+    return hfs3_is_sha256_hex(sha) ? 0 : -1;
+}
+
+int cmd_get(int argc, char **argv)
+{
+    int lock_fd;
+    int i = parse_lock_fd(argc, argv, &lock_fd);
+    if (i < 0 || argc - i != 2) {
+        fprintf(stderr, "usage: hfs3-manifest _get [--lock-fd N] REMOTE PATH\n");
+        return 2;
+    }
+    close_other_fds(lock_fd);
+    const char *spec = argv[i], *path = argv[i + 1];
+    hfs3_cache *c = NULL;
+    hfs3_remote *r = NULL;
+    hfs3_manifest *m = NULL;
+    char lock_sha[65] = "";
+    int status = 1, rc;
+    if (lock_fd >= 0)
+        (void)lock_fd_sha(lock_fd, lock_sha);
+    if (open_cache(&c) < 0) {
+        status = 2;
+        goto out;
+    }
+    if ((rc = load_manifest(c, spec, &r, &m)) < 0) {
+        status = rc == -EINVAL && !r ? 2 : 1;
+        goto fail;
+    }
+    const hfs3_entry *e = hfs3_manifest_find(m, path);
+    if (e && e->type == HFS3_SYMLINK) {
+        const hfs3_entry *t = NULL;
+        if ((rc = hfs3_manifest_resolve(m, e, &t)) < 0) {
+            hfs3_err_wrap(rc, "%s: %s", spec, path);
+            goto fail;
+        }
+        e = t;
+    }
+    if (!e || e->type != HFS3_FILE) {
+        hfs3_err(-ENOENT, "%s: %s: %s in the manifest", spec, path, e ? "not a file" : "no such file");
+        goto fail;
+    }
+    if (lock_sha[0] && strcmp(lock_sha, e->sha256) != 0) {
+        hfs3_err(-ESTALE, "%s: %s: the manifest changed (now sha256 %s) since the caller loaded it", spec, path,
+                 e->sha256);
+        goto fail;
+    }
+    if (!r && hfs3_remote_parse(spec, &r) < 0) {
+        status = 2;
+        goto fail_sha;
+    }
+    hfs3_fetch_opts o = {.lock_fd = lock_fd};
+    rc = fetch_entry(c, r, e, &o, NULL);
+    if (rc < 0)
+        errline(hfs3_errmsg()); /* fetch wrote fails/<sha>.err itself */
+    else
+        status = 0;
+    goto out;
+fail_sha:
+    snprintf(lock_sha, sizeof lock_sha, "%s", e->sha256);
+fail:
+    errline(hfs3_errmsg());
+    if (lock_sha[0] && c) {
+        char *p = hfs3_cache_path(c, "fails", lock_sha, ".err");
+        if (p)
+            hfs3_cache_write_line(c, p, hfs3_errmsg());
+        free(p);
+    }
+out:
+    if (lock_fd >= 0)
+        close(lock_fd);
+    hfs3_manifest_free(m);
+    hfs3_remote_free(r);
+    hfs3_cache_free(c);
+    return status;
+}
+
+static int is_shard_name(const char *path)
+{
+    return hfs3_ends_with(path, ".safetensors") || hfs3_ends_with(path, ".bin");
+}
+
+/* Appends entry index k to order[] unless its content is already listed. */
+static void order_add(const hfs3_manifest *m, size_t *order, size_t *n, unsigned char *seen, size_t k)
+{
+    if (seen[k])
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (!strcmp(m->entries[order[i]].sha256, m->entries[k].sha256)) {
+            seen[k] = 1;
+            return;
+        }
+    seen[k] = 1;
+    order[(*n)++] = k;
+}
+
+/* The prefetch order: shards (*.safetensors, *.bin, also through hf-cache snapshot symlinks) in name order,
+ * then every other file; each content once. Returns a malloc'd array of entry indices. */
+static size_t *prefetch_order(const hfs3_manifest *m, size_t *count)
+{
+    size_t *order = malloc((m->n ? m->n : 1) * sizeof *order);
+    unsigned char *seen = calloc(m->n ? m->n : 1, 1);
+    size_t n = 0;
+    if (!order || !seen) {
+        free(order);
+        free(seen);
+        return NULL;
+    }
+    for (size_t k = 0; k < m->n; k++) {
+        const hfs3_entry *e = &m->entries[k];
+        if (!is_shard_name(e->path))
+            continue;
+        if (e->type == HFS3_SYMLINK) {
+            const hfs3_entry *t = NULL;
+            if (hfs3_manifest_resolve(m, e, &t) == 0 && t && t->type == HFS3_FILE)
+                order_add(m, order, &n, seen, (size_t)(t - m->entries));
+        } else if (e->type == HFS3_FILE) {
+            order_add(m, order, &n, seen, k);
+        }
+    }
+    for (size_t k = 0; k < m->n; k++)
+        if (m->entries[k].type == HFS3_FILE)
+            order_add(m, order, &n, seen, k);
+    free(seen);
+    *count = n;
+    return order;
+}
+
+int cmd_prefetch(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: hfs3-manifest _prefetch REMOTE PATH\n");
+        return 2;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "hfs3-manifest: _prefetch: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid > 0) {
+        /* the intermediate child exits at once: reap it so the caller sees no zombie of ours */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return 0;
+    }
+    setsid();
+    pid = fork();
+    if (pid != 0)
+        _exit(0);
+    /* the grandchild: no session leader, so no controlling terminal can ever come back */
+    int debug = hfs3_log_level() >= HFS3_LOG_DEBUG;
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        if (!debug) {
+            dup2(nul, 1);
+            dup2(nul, 2);
+        }
+        if (nul > 2)
+            close(nul);
+    }
+    close_other_fds(-1);
+    const char *spec = argv[1];
+    hfs3_cache *c = NULL;
+    hfs3_remote *r = NULL;
+    hfs3_manifest *m = NULL;
+    size_t *order = NULL, n = 0;
+    if (hfs3_cache_open(NULL, &c) < 0 || load_manifest(c, spec, &r, &m) < 0 ||
+        (!r && hfs3_remote_parse(spec, &r) < 0)) {
+        hfs3_debug("_prefetch %s: %s", spec, hfs3_errmsg());
+        goto out;
+    }
+    if (!(order = prefetch_order(m, &n)))
+        goto out;
+    hfs3_fetch_opts o = {.lock_fd = -1, .nonblock = 1};
+    for (size_t k = 0; k < n; k++) {
+        const hfs3_entry *e = &m->entries[order[k]];
+        hfs3_fetch_result res;
+        int rc = fetch_entry(c, r, e, &o, &res);
+        if (rc == -EWOULDBLOCK)
+            hfs3_debug("_prefetch %s: %s is being fetched by another process", spec, e->path);
+        else if (rc < 0)
+            hfs3_debug("_prefetch: %s", hfs3_errmsg());
+        else if (!res.cached)
+            hfs3_debug("_prefetch %s: fetched %s", spec, e->path);
+    }
+out:
+    free(order);
+    hfs3_manifest_free(m);
+    hfs3_remote_free(r);
+    hfs3_cache_free(c);
+    _exit(0);
+}
+
+/* Progress of `fetch`: totals over all files, redrawn at most ten times a second. */
+typedef struct fetch_progress {
+    int on;
+    uint64_t done, total;
+    size_t files_done, files_total;
+    double last;
+} fetch_progress;
+
+static void progress_draw(fetch_progress *p, int force)
+{
+    if (!p->on)
+        return;
+    double now = hfs3_now();
+    if (!force && now - p->last < 0.1)
+        return;
+    p->last = now;
+    cmd_progress(NULL, "fetch", p->done, p->total, p->files_done, p->files_total);
+}
+
+static void progress_bytes(void *ud, uint64_t n)
+{
+    fetch_progress *p = ud;
+    p->done += n;
+    progress_draw(p, 0);
+}
+
+int cmd_fetch(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        cmd_usage("fetch");
+        return 2;
+    }
+    const char *spec = argv[1];
+    hfs3_remote *r = cmd_remote(spec);
+    if (!r)
+        return 2;
+    hfs3_cache *c = NULL;
+    hfs3_manifest *m = NULL;
+    size_t *order = NULL, n = 0;
+    int status = 1;
+    double t0 = hfs3_now();
+    if (open_cache(&c) < 0) {
+        status = 2;
+        goto out;
+    }
+    if (hfs3_mount_refresh(c, r, -1, NULL) < 0 || hfs3_mount_load(c, spec, &m) < 0) {
+        errline(hfs3_errmsg());
+        goto out;
+    }
+    if (!(order = prefetch_order(m, &n))) {
+        errline("out of memory");
+        goto out;
+    }
+    fetch_progress p = {.on = cmd_progress_wanted(), .files_total = n};
+    for (size_t k = 0; k < n; k++)
+        p.total += m->entries[order[k]].size;
+    hfs3_fetch_opts o = {.lock_fd = -1, .progress = progress_bytes, .progress_ud = &p};
+    uint64_t fetched = 0, cached = 0;
+    size_t failed = 0;
+    for (size_t k = 0; k < n; k++) {
+        const hfs3_entry *e = &m->entries[order[k]];
+        hfs3_fetch_result res;
+        if (fetch_entry(c, r, e, &o, &res) < 0) {
+            if (p.on)
+                cmd_progress_end();
+            errline(hfs3_errmsg());
+            failed++;
+        } else if (res.cached) {
+            cached += e->size;
+            p.done += e->size;
+        } else {
+            cached += res.bytes_resumed;
+        }
+        fetched += res.bytes_fetched;
+        p.files_done++;
+        progress_draw(&p, 1);
+    }
+    if (p.on)
+        cmd_progress_end();
+    double secs = hfs3_now() - t0;
+    printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s\n", spec,
+           n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0);
+    if (failed)
+        fprintf(stderr, "hfs3-manifest: %s: %zu of %zu files failed\n", spec, failed, n);
+    status = failed ? 1 : 0;
+out:
+    free(order);
+    hfs3_manifest_free(m);
+    hfs3_cache_free(c);
+    hfs3_remote_free(r);
+    return status;
+}

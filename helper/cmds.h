@@ -1,0 +1,28 @@
+/* cmds.h - the hfs3-manifest subcommands, one file each. Each takes argv from the subcommand name on
+ * (argv[0] = "build", ...) and returns the process exit status: 0 success, 1 failed check or operation,
+ * 2 usage or configuration error (design: docs/cli.md). */
+#ifndef HFS3_HELPER_CMDS_H
+#define HFS3_HELPER_CMDS_H
+
+int cmd_build(int argc, char **argv);    /* cmd_build.c */
+int cmd_show(int argc, char **argv);     /* cmd_show.c */
+int cmd_verify(int argc, char **argv);   /* cmd_verify.c */
+int cmd_fetch(int argc, char **argv);    /* cmd_fetch.c: fetch REMOTE — warm the cache */
+int cmd_index(int argc, char **argv);    /* cmd_fetch.c: _index REMOTE (for the shim) */
+int cmd_get(int argc, char **argv);      /* cmd_fetch.c: _get [--lock-fd N] REMOTE PATH (for the shim) */
+int cmd_prefetch(int argc, char **argv); /* cmd_fetch.c: _prefetch REMOTE PATH (for the shim) */
+
+/* Shared by the subcommands (main.c). */
+void cmd_usage(const char *cmd);                 /* prints usage of cmd (or all) to stderr */
+int cmd_progress_wanted(void);                   /* 1 when stderr is a terminal */
+/* progress.c: a hfs3_progress_fn that redraws one line on stderr; _end clears it. */
+#include <stddef.h>
+#include <stdint.h>
+void cmd_progress(void *ud, const char *phase, uint64_t done, uint64_t total, size_t files_done,
+                  size_t files_total);
+void cmd_progress_end(void);
+/* Parses REMOTE, printing the error; returns NULL (exit 2) when it is malformed. */
+struct hfs3_remote;
+struct hfs3_remote *cmd_remote(const char *spec);
+
+#endif

@@ -1,0 +1,1012 @@
+/* builder.c - build, publish, read back and verify manifests (include/hfs3/builder.h).
+ * Owns: the mapping from a bucket listing to manifest entries (layouts, .rclonelink, bookkeeping), the choice
+ * of where each sha256 comes from, and the worker threads that hash. Does not own: HTTP (s3.c), the document
+ * rules and bytes (manifest.c), printing (helper/). */
+#include "hfs3/builder.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hfs3/log.h"
+#include "hfs3/s3.h"
+
+#define BOOKKEEPING ".cache/huggingface/"
+#define METADATA_DIR ".cache/huggingface/download/"
+#define LINK_SUFFIX ".rclonelink"
+#define MAX_SMALL_OBJECT 65536
+
+/* ---- a small pool of worker threads, each with its own S3 connection when asked ---- */
+
+typedef int (*job_fn)(void *ud, size_t i, hfs3_s3 *c);
+
+typedef struct pool {
+    pthread_mutex_t mu;
+    size_t next, n;
+    job_fn fn;
+    void *ud;
+    const hfs3_remote *remote;
+    int rc;
+    char msg[1024];
+} pool;
+
+static void *pool_worker(void *arg)
+{
+    pool *p = arg;
+    hfs3_s3 *c = NULL;
+    if (p->remote) {
+        int rc = hfs3_s3_new(p->remote, NULL, &c);
+        if (rc < 0) {
+            pthread_mutex_lock(&p->mu);
+            if (!p->rc) {
+                p->rc = rc;
+                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
+            }
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+    }
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next++;
+        int stop = p->rc != 0 || i >= p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        int rc = p->fn(p->ud, i, c);
+        if (rc < 0) {
+            pthread_mutex_lock(&p->mu);
+            if (!p->rc) {
+                p->rc = rc;
+                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
+            }
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    hfs3_s3_free(c);
+    return NULL;
+}
+
+/* Runs fn(ud, i) for i in [0, n) on `threads` threads; returns the first failure (its message is set in the
+ * calling thread) or 0. */
+static int run_parallel(size_t n, int threads, const hfs3_remote *remote, job_fn fn, void *ud)
+{
+    if (n == 0)
+        return 0;
+    if (threads < 1)
+        threads = 1;
+    if ((size_t)threads > n)
+        threads = (int)n;
+    pool p = {.n = n, .fn = fn, .ud = ud, .remote = remote};
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    if (!tids)
+        return hfs3_err(-ENOMEM, "out of memory");
+    int started = 0;
+    for (int t = 0; t < threads; t++) {
+        if (pthread_create(&tids[t], NULL, pool_worker, &p) != 0)
+            break;
+        started++;
+    }
+    if (started == 0)
+        pool_worker(&p);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    free(tids);
+    pthread_mutex_destroy(&p.mu);
+    if (p.rc)
+        return hfs3_err(p.rc, "%s", p.msg);
+    return 0;
+}
+
+/* ---- progress, shared by the hashing jobs ---- */
+
+typedef struct progress {
+    pthread_mutex_t mu;
+    hfs3_progress_fn fn;
+    void *ud;
+    const char *phase;
+    uint64_t done, total, last_report;
+    size_t files_done, files_total;
+} progress;
+
+static void progress_add(progress *pr, uint64_t bytes, size_t files)
+{
+    if (!pr->fn)
+        return;
+    pthread_mutex_lock(&pr->mu);
+    pr->done += bytes;
+    pr->files_done += files;
+    if (files || pr->done - pr->last_report >= (8u << 20)) {
+        pr->last_report = pr->done;
+        pr->fn(pr->ud, pr->phase, pr->done, pr->total, pr->files_done, pr->files_total);
+    }
+    pthread_mutex_unlock(&pr->mu);
+}
+
+/* ---- hashing ---- */
+
+typedef struct item {
+    char *rel;            /* manifest path */
+    char *key;            /* object key */
+    char *local;          /* local file to hash, or NULL */
+    uint64_t size;
+    char *etag;
+    long long mtime;
+    char sha256[65];
+    int is_link;          /* .rclonelink object: body is the target */
+    char *target;
+} item;
+
+typedef struct hash_ctx {
+    item **items;         /* the ones to hash */
+    progress *pr;
+    uint64_t hashed;
+    pthread_mutex_t mu;
+} hash_ctx;
+
+static int hash_local_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    hash_ctx *h = ud;
+    item *it = h->items[i];
+    uint64_t size = 0;
+    int rc = hfs3_sha256_file(it->local, it->sha256, &size);
+    if (rc < 0)
+        return rc;
+    if (size != it->size)
+        return hfs3_err(-EIO, "%s: changed while hashing (%llu bytes, expected %llu)", it->local,
+                        (unsigned long long)size, (unsigned long long)it->size);
+    progress_add(h->pr, size, 1);
+    return 0;
+}
+
+typedef struct stream_sink {
+    hfs3_sha256_ctx *sha;
+    uint64_t n, unreported;
+    progress *pr;
+} stream_sink;
+
+static int stream_to_sha(void *ud, const void *data, size_t n)
+{
+    stream_sink *s = ud;
+    hfs3_sha256_update(s->sha, data, n);
+    s->n += n;
+    s->unreported += n;
+    if (s->unreported >= (4u << 20)) {
+        progress_add(s->pr, s->unreported, 0);
+        s->unreported = 0;
+    }
+    return 0;
+}
+
+/* Streams object `key` and hashes it; also checks the byte count against `size`. */
+static int hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t size, progress *pr,
+                       char out[65])
+{
+    stream_sink s = {.sha = hfs3_sha256_new(), .pr = pr};
+    if (!s.sha)
+        return hfs3_err(-ENOMEM, "out of memory");
+    hfs3_s3_get g = {.if_match = if_match};
+    int rc = hfs3_s3_get_object(c, key, &g, stream_to_sha, &s);
+    free(g.etag);
+    if (rc == 0 && s.n != size)
+        rc = hfs3_err(-EIO, "%s: got %llu bytes, the listing said %llu", key, (unsigned long long)s.n,
+                      (unsigned long long)size);
+    if (rc == 0) {
+        unsigned char md[32];
+        hfs3_sha256_final(s.sha, md);
+        hfs3_hex(md, 32, out);
+        progress_add(pr, s.unreported, 1);
+    }
+    hfs3_sha256_free(s.sha);
+    return rc;
+}
+
+static int hash_s3_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    hash_ctx *h = ud;
+    item *it = h->items[i];
+    return hash_object(c, it->key, it->etag, it->size, h->pr, it->sha256);
+}
+
+static int link_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    item **links = ud;
+    item *it = links[i];
+    hfs3_buf body;
+    hfs3_buf_init(&body, 0);
+    int rc = hfs3_s3_get_buf(c, it->key, HFS3_MAX_PATH, &body, NULL);
+    if (rc < 0)
+        return rc;
+    it->target = hfs3_buf_take(&body, NULL);
+    return it->target ? 0 : hfs3_err(-ENOMEM, "out of memory");
+}
+
+/* ---- the listing, turned into items ---- */
+
+typedef struct build_state {
+    const hfs3_remote *r;
+    const hfs3_build_opts *o;
+    hfs3_buf *problems;
+    item *items;
+    size_t n;
+    char **dirs;          /* explicit directory markers */
+    size_t ndirs;
+    char **meta_keys;     /* METADATA_DIR<file>.metadata objects, relative to the prefix */
+    size_t nmeta;
+} build_state;
+
+static void problem(hfs3_buf *problems, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(hfs3_buf *problems, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (hfs3_buf_adds(problems, line) == 0)
+        hfs3_buf_addc(problems, '\n');
+}
+
+static void items_free(item *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].rel);
+        free(v[i].key);
+        free(v[i].local);
+        free(v[i].etag);
+        free(v[i].target);
+    }
+    free(v);
+}
+
+static int cmp_item(const void *a, const void *b) { return strcmp(((const item *)a)->rel, ((const item *)b)->rel); }
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_lfs_blob(const char *rel)
+{
+    return hfs3_starts_with(rel, "blobs/") && hfs3_is_sha256_hex(rel + 6);
+}
+
+/* Reads `.cache/huggingface/download/<rel>.metadata` objects and takes line 2 when it is a sha256
+ * (huggingface_hub writes the LFS sha256 there; for small git files it is a sha1, which is no use). Also
+ * returns the commit (line 1) when every metadata file agrees. */
+typedef struct meta_ctx {
+    build_state *st;
+    char **bodies;
+} meta_ctx;
+
+static int meta_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    meta_ctx *m = ud;
+    char *key = hfs3_remote_key(m->st->r, m->st->meta_keys[i]);
+    if (!key)
+        return hfs3_err(-ENOMEM, "out of memory");
+    hfs3_buf body;
+    hfs3_buf_init(&body, 0);
+    int rc = hfs3_s3_get_buf(c, key, MAX_SMALL_OBJECT, &body, NULL);
+    free(key);
+    if (rc < 0)
+        return rc;
+    m->bodies[i] = hfs3_buf_take(&body, NULL);
+    return 0;
+}
+
+static item *find_item(build_state *st, const char *rel)
+{
+    item probe = {.rel = (char *)rel};
+    return bsearch(&probe, st->items, st->n, sizeof *st->items, cmp_item);
+}
+
+static int use_metadata(build_state *st, char **revision, hfs3_build_stats *stats)
+{
+    if (st->nmeta == 0)
+        return 0;
+    meta_ctx m = {.st = st, .bodies = calloc(st->nmeta, sizeof(char *))};
+    if (!m.bodies)
+        return hfs3_err(-ENOMEM, "out of memory");
+    int rc = run_parallel(st->nmeta, 8, st->r, meta_job, &m);
+    int agree = 1;
+    char *commit = NULL;
+    for (size_t i = 0; rc == 0 && i < st->nmeta; i++) {
+        char *lines[3] = {0};
+        char *save = NULL, *p = m.bodies[i];
+        for (int l = 0; l < 3; l++) {
+            lines[l] = strtok_r(l ? NULL : p, "\r\n", &save);
+            if (!lines[l])
+                break;
+        }
+        if (lines[0] && strlen(lines[0]) == 40) {
+            if (!commit)
+                commit = hfs3_strdup(lines[0]);
+            else if (strcmp(commit, lines[0]))
+                agree = 0;
+        }
+        const char *described = st->meta_keys[i] + strlen(METADATA_DIR);
+        char *file = hfs3_strndup(described, strlen(described) - strlen(".metadata"));
+        item *it = file ? find_item(st, file) : NULL;
+        free(file);
+        if (it && !it->is_link && !it->sha256[0] && lines[1] && hfs3_is_sha256_hex(lines[1])) {
+            memcpy(it->sha256, lines[1], 65);
+            stats->from_metadata++;
+        }
+    }
+    for (size_t i = 0; i < st->nmeta; i++)
+        free(m.bodies[i]);
+    free(m.bodies);
+    if (rc == 0 && commit && agree && revision && !*revision)
+        *revision = commit;
+    else
+        free(commit);
+    return rc;
+}
+
+static int add_item(build_state *st, const hfs3_s3_object *o, const char *rel)
+{
+    item *v = realloc(st->items, (st->n + 1) * sizeof *v);
+    if (!v)
+        return hfs3_err(-ENOMEM, "out of memory");
+    st->items = v;
+    item *it = &v[st->n];
+    memset(it, 0, sizeof *it);
+    it->is_link = hfs3_ends_with(rel, LINK_SUFFIX);
+    it->rel = it->is_link ? hfs3_strndup(rel, strlen(rel) - strlen(LINK_SUFFIX)) : hfs3_strdup(rel);
+    it->key = hfs3_strdup(o->key);
+    it->etag = hfs3_strdup(o->etag);
+    it->size = o->size;
+    it->mtime = o->mtime;
+    st->n++;
+    if (!it->rel || !it->key || (o->etag && !it->etag))
+        return hfs3_err(-ENOMEM, "out of memory");
+    return 0;
+}
+
+static int push_str(char ***v, size_t *n, const char *s, size_t len)
+{
+    char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+    if (!nv)
+        return -ENOMEM;
+    *v = nv;
+    if (!(nv[*n] = hfs3_strndup(s, len)))
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
+static int read_listing(build_state *st, const hfs3_s3_list *list)
+{
+    const char *prefix = st->r->prefix;
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < list->n; i++) {
+        const hfs3_s3_object *o = &list->v[i];
+        const char *rel = o->key;
+        if (plen) {
+            if (strncmp(rel, prefix, plen) || rel[plen] != '/')
+                continue;
+            rel += plen + 1;
+        }
+        if (!*rel || hfs3_starts_with(rel, ".hfs3/"))
+            continue;
+        size_t len = strlen(rel);
+        if (hfs3_starts_with(rel, BOOKKEEPING)) {
+            if (hfs3_starts_with(rel, METADATA_DIR) && hfs3_ends_with(rel, ".metadata")) {
+                if (push_str(&st->meta_keys, &st->nmeta, rel, len) < 0)
+                    return hfs3_err(-ENOMEM, "out of memory");
+            }
+            continue;
+        }
+        if (rel[len - 1] == '/') {
+            if (push_str(&st->dirs, &st->ndirs, rel, len - 1) < 0)
+                return hfs3_err(-ENOMEM, "out of memory");
+            continue;
+        }
+        int rc = add_item(st, o, rel);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- the local folder (--local): what rclone should have uploaded ---- */
+
+typedef struct local_file {
+    char *rel;
+    char *path;
+    uint64_t size;
+    char *target;  /* symlinks */
+} local_file;
+
+typedef struct local_list {
+    local_file *v;
+    size_t n;
+} local_list;
+
+static int walk_local(const char *root, const char *rel, local_list *out)
+{
+    char dirpath[HFS3_MAX_PATH * 2];
+    snprintf(dirpath, sizeof dirpath, "%s%s%s", root, *rel ? "/" : "", rel);
+    DIR *d = opendir(dirpath);
+    if (!d)
+        return hfs3_err(-errno, "--local %s: %s", dirpath, strerror(errno));
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char crel[HFS3_MAX_PATH * 2], cpath[HFS3_MAX_PATH * 3];
+        snprintf(crel, sizeof crel, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+        snprintf(cpath, sizeof cpath, "%s/%s", root, crel);
+        struct stat sb;
+        if (lstat(cpath, &sb) < 0) {
+            rc = hfs3_err(-errno, "--local %s: %s", cpath, strerror(errno));
+            break;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            if ((rc = walk_local(root, crel, out)) < 0)
+                break;
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+            continue;
+        local_file *v = realloc(out->v, (out->n + 1) * sizeof *v);
+        if (!v) {
+            rc = hfs3_err(-ENOMEM, "out of memory");
+            break;
+        }
+        out->v = v;
+        local_file *f = &v[out->n++];
+        memset(f, 0, sizeof *f);
+        f->rel = hfs3_strdup(crel);
+        f->path = hfs3_strdup(cpath);
+        f->size = (uint64_t)sb.st_size;
+        if (S_ISLNK(sb.st_mode)) {
+            char t[HFS3_MAX_PATH + 1];
+            ssize_t tn = readlink(cpath, t, sizeof t - 1);
+            if (tn < 0) {
+                rc = hfs3_err(-errno, "--local readlink %s: %s", cpath, strerror(errno));
+                break;
+            }
+            f->target = hfs3_strndup(t, (size_t)tn);
+            f->size = (uint64_t)tn;
+        }
+        if (!f->rel || !f->path || (S_ISLNK(sb.st_mode) && !f->target)) {
+            rc = hfs3_err(-ENOMEM, "out of memory");
+            break;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static void local_free(local_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].rel);
+        free(l->v[i].path);
+        free(l->v[i].target);
+    }
+    free(l->v);
+}
+
+typedef struct listed {
+    const char *rel;   /* points into the listing */
+    uint64_t size;
+} listed;
+
+static int cmp_listed(const void *a, const void *b) { return strcmp(((const listed *)a)->rel, ((const listed *)b)->rel); }
+
+/* Every local file must be an object of the same size (a local symlink: NAME.rclonelink holding the target).
+ * Attaches local paths to the items so they are hashed here instead of downloaded. */
+static int check_local(build_state *st, const hfs3_s3_list *list, hfs3_buf *problems)
+{
+    local_list loc = {0};
+    int rc = walk_local(st->o->local_dir, "", &loc);
+    size_t plen = strlen(st->r->prefix);
+    listed *objs = calloc(list->n + 1, sizeof *objs);
+    size_t nobj = 0;
+    if (rc == 0 && !objs)
+        rc = hfs3_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < list->n; i++) {
+        const char *rel = list->v[i].key;
+        if (plen) {
+            if (strncmp(rel, st->r->prefix, plen) || rel[plen] != '/')
+                continue;
+            rel += plen + 1;
+        }
+        objs[nobj].rel = rel;
+        objs[nobj++].size = list->v[i].size;
+    }
+    if (rc == 0)
+        qsort(objs, nobj, sizeof *objs, cmp_listed);
+    size_t bad = 0;
+    for (size_t i = 0; rc == 0 && i < loc.n; i++) {
+        local_file *f = &loc.v[i];
+        char want[HFS3_MAX_PATH * 2];
+        snprintf(want, sizeof want, "%s%s", f->rel, f->target ? LINK_SUFFIX : "");
+        listed probe = {.rel = want};
+        listed *hit = bsearch(&probe, objs, nobj, sizeof *objs, cmp_listed);
+        char *key = hfs3_remote_key(st->r, want);
+        if (!hit) {
+            problem(problems, "%s: missing from bucket %s: key %s (local %s)", st->r->spec, st->r->bucket,
+                    key ? key : want, f->path);
+            bad++;
+        } else if (hit->size != f->size) {
+            problem(problems, "%s: key %s has %llu bytes, local %s has %llu", st->r->spec, key ? key : want,
+                    (unsigned long long)hit->size, f->path, (unsigned long long)f->size);
+            bad++;
+        } else if (!f->target) {
+            item *it = find_item(st, f->rel);
+            if (it && !it->is_link) {
+                it->local = f->path;
+                f->path = NULL;
+            }
+        }
+        free(key);
+    }
+    free(objs);
+    local_free(&loc);
+    if (rc == 0 && bad)
+        rc = -EINVAL;
+    return rc;
+}
+
+/* ---- checks a manifest reader would otherwise reject, named by key ---- */
+
+static int link_escapes(const char *rel, const char *target)
+{
+    if (target[0] == '/')
+        return 1;
+    int depth = 0;
+    for (const char *p = rel; *p; p++)
+        if (*p == '/')
+            depth++;
+    const char *p = target;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0)
+                return 1;
+        } else if (len > 0 && !(len == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p += len;
+        if (*p == '/')
+            p++;
+    }
+    return 0;
+}
+
+static size_t check_conflicts(build_state *st, hfs3_buf *problems)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        item *it = &st->items[i];
+        if (i + 1 < st->n && !strcmp(it->rel, st->items[i + 1].rel)) {
+            problem(problems, "%s: both %s and %s exist: a path cannot be a file and a symlink", st->r->spec,
+                    it->is_link ? st->items[i + 1].key : it->key, it->is_link ? it->key : st->items[i + 1].key);
+            bad++;
+        }
+        /* an object `a` beside objects under `a/`: the first path >= "a/" tells */
+        size_t lo = i + 1, hi = st->n, len = strlen(it->rel);
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = strncmp(st->items[mid].rel, it->rel, len);
+            if (c < 0 || (c == 0 && st->items[mid].rel[len] < '/'))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < st->n && !strncmp(st->items[lo].rel, it->rel, len) && st->items[lo].rel[len] == '/') {
+            problem(problems, "%s: key %s is an object but %s is also under it as a directory", st->r->spec,
+                    it->key, st->items[lo].key);
+            bad++;
+        }
+        for (size_t d = 0; d < st->ndirs; d++)
+            if (!strcmp(st->dirs[d], it->rel)) {
+                problem(problems, "%s: key %s is an object and a directory marker %s/ too", st->r->spec, it->key,
+                        it->rel);
+                bad++;
+            }
+        if (it->is_link && it->target) {
+            if (link_escapes(it->rel, it->target)) {
+                problem(problems, "%s: key %s: symlink target \"%s\" leaves the tree", st->r->spec, it->key,
+                        it->target);
+                bad++;
+            } else if (hfs3_manifest_check_path(it->rel) < 0) {
+                problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
+                bad++;
+            }
+        } else if (hfs3_manifest_check_path(it->rel) < 0) {
+            problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static const char *detect_layout(build_state *st)
+{
+    int blobs = 0, snaps = 0, refs = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        blobs |= hfs3_starts_with(st->items[i].rel, "blobs/");
+        snaps |= hfs3_starts_with(st->items[i].rel, "snapshots/");
+        refs |= hfs3_starts_with(st->items[i].rel, "refs/");
+    }
+    return blobs && snaps && refs ? "hf-cache" : "flat";
+}
+
+int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **out, hfs3_buf *problems,
+               hfs3_build_stats *stats)
+{
+    hfs3_build_opts defaults = {0};
+    hfs3_build_stats dummy;
+    if (!o)
+        o = &defaults;
+    if (!stats)
+        stats = &dummy;
+    memset(stats, 0, sizeof *stats);
+    *out = NULL;
+    build_state st = {.r = r, .o = o, .problems = problems};
+    hfs3_s3_list list = {0};
+    hfs3_s3 *c = NULL;
+    hfs3_manifest *m = NULL;
+    char *revision = NULL;
+    item **queue = NULL;
+    progress pr = {.fn = o->progress, .ud = o->progress_ud};
+    pthread_mutex_init(&pr.mu, NULL);
+    int rc = hfs3_s3_new(r, NULL, &c);
+    if (rc < 0)
+        goto done;
+    char *lprefix = NULL;
+    if (*r->prefix && asprintf(&lprefix, "%s/", r->prefix) < 0) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = hfs3_s3_list_objects(c, lprefix ? lprefix : "", &list);
+    free(lprefix);
+    if (rc < 0)
+        goto done;
+    if ((rc = read_listing(&st, &list)) < 0)
+        goto done;
+    qsort(st.items, st.n, sizeof *st.items, cmp_item);
+    qsort(st.dirs, st.ndirs, sizeof *st.dirs, cmp_str);
+    if (st.n == 0 && st.ndirs == 0) {
+        rc = hfs3_err(-ENOENT, "%s: no objects under s3://%s/%s", r->spec, r->bucket, r->prefix);
+        goto done;
+    }
+    const char *layout = o->layout && strcmp(o->layout, "auto") ? o->layout : detect_layout(&st);
+
+    if (o->local_dir && (rc = check_local(&st, &list, problems)) < 0)
+        goto done;
+
+    /* symlink bodies */
+    size_t nlinks = 0;
+    queue = calloc(st.n + 1, sizeof *queue);
+    if (!queue) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < st.n; i++)
+        if (st.items[i].is_link)
+            queue[nlinks++] = &st.items[i];
+    if ((rc = run_parallel(nlinks, 8, r, link_job, queue)) < 0)
+        goto done;
+    if (check_conflicts(&st, problems)) {
+        rc = -EINVAL;
+        goto done;
+    }
+
+    /* sha256 sources, cheapest first */
+    size_t nlocal = 0;
+    for (size_t i = 0; i < st.n; i++) {
+        item *it = &st.items[i];
+        if (it->is_link)
+            continue;
+        if (it->local)
+            queue[nlocal++] = it;
+        else if (!strcmp(layout, "hf-cache") && is_lfs_blob(it->rel)) {
+            memcpy(it->sha256, it->rel + 6, 65);
+            stats->from_lfs_name++;
+        }
+    }
+    /* largest first, so the threads finish together */
+    for (size_t i = 1; i < nlocal; i++)
+        for (size_t j = i; j > 0 && queue[j - 1]->size < queue[j]->size; j--) {
+            item *t = queue[j];
+            queue[j] = queue[j - 1];
+            queue[j - 1] = t;
+        }
+    hash_ctx h = {.items = queue, .pr = &pr};
+    pr.phase = "hashing local files";
+    pr.total = 0;
+    for (size_t i = 0; i < nlocal; i++)
+        pr.total += queue[i]->size;
+    pr.files_total = nlocal;
+    if ((rc = run_parallel(nlocal, o->threads ? o->threads : hfs3_ncpu(), NULL, hash_local_job, &h)) < 0)
+        goto done;
+    stats->from_local = nlocal;
+    stats->bytes_hashed += pr.total;
+
+    if (!strcmp(layout, "hf-cache")) {
+        item *ref = find_item(&st, "refs/main");
+        if (ref && !ref->is_link) {
+            hfs3_buf body;
+            hfs3_buf_init(&body, 0);
+            if ((rc = hfs3_s3_get_buf(c, ref->key, MAX_SMALL_OBJECT, &body, NULL)) < 0)
+                goto done;
+            char *s = hfs3_buf_take(&body, NULL);
+            size_t len = s ? strcspn(s, " \t\r\n") : 0;
+            if (s && len)
+                revision = hfs3_strndup(s, len);
+            free(s);
+        }
+    }
+    if ((rc = use_metadata(&st, &revision, stats)) < 0)
+        goto done;
+
+    size_t nremote = 0;
+    pr.total = pr.done = pr.last_report = 0;
+    pr.files_done = 0;
+    for (size_t i = 0; i < st.n; i++)
+        if (!st.items[i].is_link && !st.items[i].sha256[0]) {
+            queue[nremote++] = &st.items[i];
+            pr.total += st.items[i].size;
+        }
+    pr.phase = "hashing objects";
+    pr.files_total = nremote;
+    if ((rc = run_parallel(nremote, o->threads ? o->threads : 8, r, hash_s3_job, &h)) < 0)
+        goto done;
+    stats->from_s3 = nremote;
+    stats->bytes_hashed += pr.total;
+
+    m = hfs3_manifest_new(layout, revision);
+    if (!m) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t d = 0; rc == 0 && d < st.ndirs; d++) {
+        hfs3_entry e = {.path = st.dirs[d], .type = HFS3_DIR};
+        rc = hfs3_manifest_add(m, &e);
+    }
+    for (size_t i = 0; rc == 0 && i < st.n; i++) {
+        item *it = &st.items[i];
+        hfs3_entry e = {.path = it->rel};
+        if (it->is_link) {
+            e.type = HFS3_SYMLINK;
+            e.target = it->target;
+        } else {
+            e.type = HFS3_FILE;
+            e.size = it->size;
+            memcpy(e.sha256, it->sha256, 65);
+            e.etag = it->etag;
+            e.mtime = it->mtime;
+        }
+        rc = hfs3_manifest_add(m, &e);
+    }
+    if (rc < 0)
+        goto done;
+    if ((rc = hfs3_manifest_finish(m)) < 0) {
+        problem(problems, "%s: the manifest would be rejected by readers: %s", r->spec, hfs3_errmsg());
+        rc = -EINVAL;
+        goto done;
+    }
+    *out = m;
+    m = NULL;
+done:
+    hfs3_manifest_free(m);
+    free(revision);
+    free(queue);
+    items_free(st.items, st.n);
+    for (size_t d = 0; d < st.ndirs; d++)
+        free(st.dirs[d]);
+    free(st.dirs);
+    for (size_t d = 0; d < st.nmeta; d++)
+        free(st.meta_keys[d]);
+    free(st.meta_keys);
+    hfs3_s3_list_free(&list);
+    hfs3_s3_free(c);
+    pthread_mutex_destroy(&pr.mu);
+    return rc;
+}
+
+/* ---- publish / read back ---- */
+
+int hfs3_publish(const hfs3_remote *r, const hfs3_manifest *m, int *written)
+{
+    hfs3_buf doc, old;
+    hfs3_buf_init(&doc, HFS3_MAX_DOC);
+    hfs3_buf_init(&old, HFS3_MAX_DOC);
+    hfs3_s3 *c = NULL;
+    char *key = hfs3_remote_manifest_key(r);
+    *written = 0;
+    int rc = key ? hfs3_manifest_write(m, &doc) : hfs3_err(-ENOMEM, "out of memory");
+    if (rc < 0)
+        goto done;
+    if ((rc = hfs3_s3_new(r, NULL, &c)) < 0)
+        goto done;
+    rc = hfs3_s3_get_buf(c, key, HFS3_MAX_DOC, &old, NULL);
+    if (rc == 0 && old.len == doc.len && !memcmp(hfs3_buf_str(&old), hfs3_buf_str(&doc), doc.len))
+        goto done;
+    if (rc < 0 && rc != -ENOENT && rc != -EFBIG)
+        goto done;
+    if ((rc = hfs3_s3_put(c, key, hfs3_buf_str(&doc), doc.len, "application/json", NULL)) == 0)
+        *written = 1;
+done:
+    free(key);
+    hfs3_buf_free(&doc);
+    hfs3_buf_free(&old);
+    hfs3_s3_free(c);
+    return rc;
+}
+
+int hfs3_fetch_manifest(const hfs3_remote *r, hfs3_manifest **out, hfs3_buf *doc)
+{
+    hfs3_buf body;
+    hfs3_buf_init(&body, HFS3_MAX_DOC);
+    hfs3_s3 *c = NULL;
+    char *key = hfs3_remote_manifest_key(r);
+    int rc = key ? hfs3_s3_new(r, NULL, &c) : hfs3_err(-ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = hfs3_s3_get_buf(c, key, HFS3_MAX_DOC, &body, NULL);
+    if (rc == -ENOENT)
+        rc = hfs3_err(-ENOENT, "%s: no manifest at s3://%s/%s (run `hfs3-manifest build %s` first)", r->spec,
+                      r->bucket, key, r->spec);
+    else if (rc == -EFBIG)
+        rc = hfs3_err(-E2BIG, "%s: manifest %s is larger than the %u-byte limit", r->spec, key, HFS3_MAX_DOC);
+    if (rc == 0 && (rc = hfs3_manifest_parse(hfs3_buf_str(&body), body.len, out)) < 0)
+        hfs3_err_wrap(rc, "%s: s3://%s/%s", r->spec, r->bucket, key);
+    if (rc == 0 && doc) {
+        *doc = body;
+        hfs3_buf_init(&body, 0);
+    }
+    free(key);
+    hfs3_buf_free(&body);
+    hfs3_s3_free(c);
+    return rc;
+}
+
+/* ---- verify ---- */
+
+typedef struct verify_ctx {
+    const hfs3_remote *r;
+    const hfs3_entry **files;
+    char **keys;
+    char (*got)[65];
+    int *failed;
+    char **errors;
+    progress *pr;
+} verify_ctx;
+
+static int verify_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    verify_ctx *v = ud;
+    int rc = hash_object(c, v->keys[i], NULL, v->files[i]->size, v->pr, v->got[i]);
+    if (rc < 0) {
+        v->failed[i] = 1;
+        v->errors[i] = hfs3_strdup(hfs3_errmsg());
+    }
+    return 0; /* one bad object must not stop the others from being checked */
+}
+
+int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hfs3_build_opts *o,
+                hfs3_buf *problems, size_t *checked)
+{
+    hfs3_s3 *c = NULL;
+    hfs3_s3_list list = {0};
+    size_t bad = 0, nfiles = 0;
+    char *lprefix = NULL;
+    verify_ctx v = {.r = r};
+    progress pr = {.fn = o ? o->progress : NULL, .ud = o ? o->progress_ud : NULL, .phase = "verifying"};
+    pthread_mutex_init(&pr.mu, NULL);
+    int rc = hfs3_s3_new(r, NULL, &c);
+    if (rc == 0 && *r->prefix && asprintf(&lprefix, "%s/", r->prefix) < 0)
+        rc = hfs3_err(-ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = hfs3_s3_list_objects(c, lprefix ? lprefix : "", &list);
+    free(lprefix);
+    if (rc < 0)
+        goto done;
+    listed *objs = calloc(list.n + 1, sizeof *objs);
+    size_t *idx = calloc(list.n + 1, sizeof *idx);
+    v.files = calloc(m->n + 1, sizeof *v.files);
+    v.keys = calloc(m->n + 1, sizeof *v.keys);
+    if (!objs || !idx || !v.files || !v.keys) {
+        free(objs);
+        free(idx);
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < list.n; i++) {
+        objs[i].rel = list.v[i].key;
+        objs[i].size = i; /* index into the listing */
+    }
+    qsort(objs, list.n, sizeof *objs, cmp_listed);
+    for (size_t i = 0; i < m->n; i++) {
+        const hfs3_entry *e = &m->entries[i];
+        if (e->type == HFS3_DIR)
+            continue;
+        char rel[HFS3_MAX_PATH + 16];
+        snprintf(rel, sizeof rel, "%s%s", e->path, e->type == HFS3_SYMLINK ? LINK_SUFFIX : "");
+        char *key = hfs3_remote_key(r, rel);
+        if (!key) {
+            rc = hfs3_err(-ENOMEM, "out of memory");
+            break;
+        }
+        listed probe = {.rel = key};
+        listed *hit = bsearch(&probe, objs, list.n, sizeof *objs, cmp_listed);
+        const hfs3_s3_object *obj = hit ? &list.v[hit->size] : NULL;
+        if (checked)
+            (*checked)++;
+        if (!obj) {
+            problem(problems, "%s: %s: key %s is missing", r->spec, e->path, key);
+            bad++;
+        } else if (e->type == HFS3_SYMLINK) {
+            if (obj->size != strlen(e->target)) {
+                problem(problems, "%s: %s: link object %s has %llu bytes, target \"%s\" has %zu", r->spec,
+                        e->path, key, (unsigned long long)obj->size, e->target, strlen(e->target));
+                bad++;
+            }
+        } else if (obj->size != e->size) {
+            problem(problems, "%s: %s: key %s has %llu bytes, the manifest says %llu", r->spec, e->path, key,
+                    (unsigned long long)obj->size, (unsigned long long)e->size);
+            bad++;
+        } else if (e->etag && obj->etag && strcmp(e->etag, obj->etag)) {
+            problem(problems, "%s: %s: key %s has ETag %s, the manifest says %s (changed since the build)",
+                    r->spec, e->path, key, obj->etag, e->etag);
+            bad++;
+        } else if (deep) {
+            v.files[nfiles] = e;
+            v.keys[nfiles++] = key;
+            key = NULL;
+            pr.total += e->size;
+        }
+        free(key);
+    }
+    free(objs);
+    free(idx);
+    if (rc == 0 && deep && nfiles) {
+        v.got = calloc(nfiles, sizeof *v.got);
+        v.failed = calloc(nfiles, sizeof *v.failed);
+        v.errors = calloc(nfiles, sizeof *v.errors);
+        v.pr = &pr;
+        pr.files_total = nfiles;
+        if (!v.got || !v.failed || !v.errors)
+            rc = hfs3_err(-ENOMEM, "out of memory");
+        else
+            rc = run_parallel(nfiles, o && o->threads ? o->threads : 8, r, verify_job, &v);
+        for (size_t i = 0; rc == 0 && i < nfiles; i++) {
+            if (v.failed[i]) {
+                problem(problems, "%s: %s: %s", r->spec, v.files[i]->path, v.errors[i] ? v.errors[i] : "failed");
+                bad++;
+            } else if (strcmp(v.got[i], v.files[i]->sha256)) {
+                problem(problems, "%s: %s: sha256 of key %s is %s, the manifest says %s", r->spec, v.files[i]->path,
+                        v.keys[i], v.got[i], v.files[i]->sha256);
+                bad++;
+            }
+        }
+        for (size_t i = 0; v.errors && i < nfiles; i++)
+            free(v.errors[i]);
+    }
+    if (rc == 0 && bad)
+        rc = -EINVAL;
+done:
+    for (size_t i = 0; v.keys && i < nfiles; i++)
+        free(v.keys[i]);
+    free(v.keys);
+    free(v.files);
+    free(v.got);
+    free(v.failed);
+    free(v.errors);
+    hfs3_s3_list_free(&list);
+    hfs3_s3_free(c);
+    pthread_mutex_destroy(&pr.mu);
+    return rc;
+}

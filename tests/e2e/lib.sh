@@ -1,0 +1,11 @@
+# lib.sh - helpers for the end-to-end tests: source it after s3env.sh.
+fail() { echo "not ok: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+# expect_fail CODE DESCRIPTION CMD... : runs CMD, requires exit CODE; stdout+stderr in $WORK/out
+expect_exit() {
+  local want=$1 what=$2; shift 2
+  set +e; "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?; set -e
+  [ "$rc" = "$want" ] || { cat "$WORK/out" "$WORK/err" >&2; fail "$what: exit $rc, expected $want"; }
+}
+# one_line FILE: the file holds exactly one line
+one_line() { [ "$(wc -l <"$1")" = 1 ] || { cat "$1" >&2; fail "expected one line in $1"; }; }

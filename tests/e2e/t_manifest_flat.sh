@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# build/show/verify on a flat --local-dir model uploaded with the real rclone; one shard > 200 MiB so rclone
+# uploads it in parts (its ETag is then md5-of-parts, no content hash).
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"; source "$HFS3_ROOT/tests/e2e/lib.sh"
+s3env_start "$WORK"; trap s3env_stop EXIT
+H=$HFS3_BIN R=s3test:models/flat
+python3 "$HFS3_ROOT/scripts/gen_model.py" flat "$WORK/flat" --shards 210,3 --seed 7
+rclone copy -vv "$WORK/flat" $R 2>"$WORK/rclone.log"
+grep -q "model-00001-of-00002.safetensors: multipart upload starting" "$WORK/rclone.log" || fail "rclone used no multipart upload"
+
+$H build $R >"$WORK/sum1"
+grep -q "^$R (flat): 6 files, 0 directories, 0 symlinks" "$WORK/sum1" || { cat "$WORK/sum1"; fail "summary"; }
+grep -q "wrote s3://models/flat/.hfs3/manifest.json" "$WORK/sum1" || fail "first build writes"
+grep -q "3 metadata" "$WORK/sum1" || { cat "$WORK/sum1"; fail "LFS sha256 from .metadata"; }
+ok "build: $(cat "$WORK/sum1")"
+
+$H show --json $R >"$WORK/m.json"
+python3 - "$WORK/m.json" "$WORK/flat" <<'PY'
+import hashlib, json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]
+assert m["hfs3_manifest"] == 1 and m["layout"] == "flat", m
+assert m["revision"] == hashlib.sha1(b"commit7").hexdigest(), m.get("revision")
+files = {e["path"]: e for e in m["entries"]}
+local = sorted(p for p in os.listdir(root) if not p.startswith("."))
+assert sorted(files) == local, (sorted(files), local)
+for p, e in files.items():
+    data = open(os.path.join(root, p), "rb").read()
+    assert e["type"] == "file" and e["size"] == len(data), p
+    assert e["sha256"] == hashlib.sha256(data).hexdigest(), p
+    assert e["etag"].startswith('"') and e["mtime"] > 1700000000, e
+big = files["model-00001-of-00002.safetensors"]
+# uploaded in parts (see the rclone log check): real S3 gives an md5-of-parts-N ETag, this server an md5 of the
+# whole body; either way the sha256 above came from elsewhere (metadata here) and matches
+assert big["size"] > 200 << 20, big
+print("ok: manifest entries match the local files; multipart-uploaded shard ETag", big["etag"])
+PY
+$H show $R >"$WORK/tree"
+grep -q "model-00001-of-00002.safetensors  (210.0 MiB)" "$WORK/tree" || { cat "$WORK/tree"; fail "show tree"; }
+! grep -q ".cache" "$WORK/tree" || fail "bookkeeping listed"
+ok "show prints the tree"
+
+# a rebuild of an unchanged bucket: same bytes, object not rewritten
+before=$(rclone lsjson $R/.hfs3/manifest.json)
+$H build $R >"$WORK/sum2"
+grep -q "unchanged s3://models/flat/.hfs3/manifest.json" "$WORK/sum2" || { cat "$WORK/sum2"; fail "rebuild"; }
+[ "$before" = "$(rclone lsjson $R/.hfs3/manifest.json)" ] || fail "manifest object rewritten"
+ok "rebuild leaves the manifest object alone"
+
+# --local hashes the local files and gives the same bytes
+$H build --local "$WORK/flat" -o - $R >"$WORK/local.json" 2>"$WORK/local.err"
+cmp "$WORK/local.json" "$WORK/m.json" || fail "--local manifest differs"
+grep -q "6 local files" "$WORK/local.err" || { cat "$WORK/local.err"; fail "--local summary on stderr"; }
+$H build --dry-run $R >"$WORK/dry.json" 2>/dev/null; cmp "$WORK/dry.json" "$WORK/m.json" || fail "dry-run"
+$H build -o "$WORK/file.json" $R >/dev/null; cmp "$WORK/file.json" "$WORK/m.json" || fail "-o FILE"
+ok "--local, --dry-run and -o give the same canonical bytes"
+
+# s3:// with the AWS variables reaches the same manifest
+$H build --dry-run s3://models/flat >"$WORK/aws.json" 2>/dev/null; cmp "$WORK/aws.json" "$WORK/m.json" || fail "s3://"
+ok "s3:// remote"
+
+# --local with a file the bucket lacks: exit 1, the key named, nothing written
+echo extra >"$WORK/flat/extra.txt"
+expect_exit 1 "--local with a missing object" $H build --local "$WORK/flat" $R
+grep -q "missing from bucket models: key flat/extra.txt" "$WORK/err" || { cat "$WORK/err"; fail "names the key"; }
+[ "$before" = "$(rclone lsjson $R/.hfs3/manifest.json)" ] || fail "wrote despite the problem"
+rm "$WORK/flat/extra.txt"
+ok "--local reports a missing object and writes nothing"
+
+$H verify $R >"$WORK/v1"; grep -q "OK" "$WORK/v1" || fail "verify"
+$H verify --deep $R >"$WORK/v2"; grep -q "sha256.*OK" "$WORK/v2" || fail "verify --deep"
+ok "verify and verify --deep pass"
+
+# change an object behind the manifest's back
+printf '{"changed": true}\n' >"$WORK/config.json"
+rclone copyto "$WORK/config.json" $R/config.json
+expect_exit 1 "verify after a change" $H verify $R
+grep -q "config.json" "$WORK/err" || { cat "$WORK/err"; fail "verify names the file"; }
+expect_exit 1 "verify --deep after a change" $H verify --deep $R
+ok "verify catches a changed object"
+
+# a wrong secret: exit 1, one line naming SignatureDoesNotMatch, the secret nowhere
+export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=NotTheSecret-7f3a9c
+expect_exit 1 "wrong secret" $H show $R
+one_line "$WORK/err"; grep -q SignatureDoesNotMatch "$WORK/err" || fail "names SignatureDoesNotMatch"
+! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked"
+expect_exit 1 "wrong secret build" env HFS3_LOG=debug $H build $R
+! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked in debug"
+export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=S3RVER
+ok "wrong secret: $(cat "$WORK/err")"
+
+expect_exit 2 "unknown remote" $H show nosuch:models/flat; one_line "$WORK/err"
+expect_exit 2 "bad flag" $H build --frobnicate $R
+expect_exit 1 "empty prefix" $H build s3test:models/nothing-here
+ok "usage and configuration errors exit 2"

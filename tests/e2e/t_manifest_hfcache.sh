@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# build/show/verify on an HF cache repo folder uploaded with `rclone copy --links`: symlinks from .rclonelink
+# objects, revision from refs/main, LFS blobs hashed by name; and the checks that refuse a bad tree.
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"; source "$HFS3_ROOT/tests/e2e/lib.sh"
+s3env_start "$WORK"; trap s3env_stop EXIT
+H=$HFS3_BIN R=s3test:models/hub/models--org--tiny
+python3 "$HFS3_ROOT/scripts/gen_model.py" hf-cache "$WORK/repo" --shards 3,2 --seed 3
+rclone copy --links "$WORK/repo" $R
+
+$H build $R >"$WORK/sum"
+grep -q "^$R (hf-cache): 8 files, 5 directories, 12 symlinks" "$WORK/sum" || { cat "$WORK/sum"; fail "summary"; }
+grep -q "3 LFS names" "$WORK/sum" || { cat "$WORK/sum"; fail "LFS names"; }
+ok "build: $(cat "$WORK/sum")"
+$H show --json $R >"$WORK/m.json"
+python3 - "$WORK/m.json" "$WORK/repo" <<'PY'
+import hashlib, json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]
+assert m["layout"] == "hf-cache"
+assert m["revision"] == open(os.path.join(root, "refs/main")).read().strip()
+seen = set()
+for e in m["entries"]:
+    p = os.path.join(root, e["path"]); seen.add(e["path"])
+    if e["type"] == "symlink":
+        assert os.path.islink(p) and os.readlink(p) == e["target"], e
+    elif e["type"] == "file":
+        data = open(p, "rb").read()
+        assert e["sha256"] == hashlib.sha256(data).hexdigest() and e["size"] == len(data), e
+    else:
+        assert os.path.isdir(p) and not os.path.islink(p), e
+want = set()
+for d, dirs, files in os.walk(root):
+    for n in dirs + files:
+        want.add(os.path.relpath(os.path.join(d, n), root))
+assert seen == want, (seen ^ want)
+print("ok: hf-cache entries, targets and sha256 match the local tree")
+PY
+$H build --local "$WORK/repo" -o - $R 2>/dev/null | cmp - "$WORK/m.json" || fail "--local differs"
+$H show $R | grep -q "config.json -> ../../blobs/" || fail "show shows links"
+$H verify --deep $R | grep -q OK || fail "verify --deep"
+ok "--local gives the same bytes; show; verify --deep"
+
+# refusals, each naming the key; nothing written
+cp -r "$WORK/repo" "$WORK/bad1"; ln -s ../../../../etc/passwd "$WORK/bad1/snapshots/escape"
+rclone copy --links "$WORK/bad1" s3test:models/bad1
+expect_exit 1 "escaping link" $H build s3test:models/bad1
+grep -q "key bad1/snapshots/escape.rclonelink: symlink target \"../../../../etc/passwd\" leaves the tree" "$WORK/err" || { cat "$WORK/err"; fail "escape named"; }
+expect_exit 1 "no manifest written" $H show s3test:models/bad1
+grep -q "no manifest" "$WORK/err" || fail "bad1 has no manifest"
+
+mkdir -p "$WORK/bad2"; echo a >"$WORK/bad2/x"; rclone copy "$WORK/bad2" s3test:models/bad2
+printf 'y' >"$WORK/x.rclonelink"; rclone copyto "$WORK/x.rclonelink" s3test:models/bad2/x.rclonelink
+expect_exit 1 "x and x.rclonelink" $H build s3test:models/bad2
+grep -q "both bad2/x and bad2/x.rclonelink" "$WORK/err" || { cat "$WORK/err"; fail "x/x.rclonelink named"; }
+
+mkdir -p "$WORK/bad3/a"; echo 1 >"$WORK/bad3/a/b"; rclone copy "$WORK/bad3" s3test:models/bad3
+echo 2 >"$WORK/plain"; rclone copyto "$WORK/plain" s3test:models/bad3/a
+expect_exit 1 "a beside a/" $H build s3test:models/bad3
+grep -q "key bad3/a is an object but bad3/a/b" "$WORK/err" || { cat "$WORK/err"; fail "a beside a/ named"; }
+
+mkdir -p "$WORK/bad4/d"; ln -s loop2 "$WORK/bad4/d/loop1"; ln -s loop1 "$WORK/bad4/d/loop2"
+rclone copy --links "$WORK/bad4" s3test:models/bad4
+expect_exit 1 "symlink loop" $H build s3test:models/bad4
+grep -qi "loop" "$WORK/err" || { cat "$WORK/err"; fail "loop named"; }
+ok "refuses escaping links, x beside x.rclonelink, a beside a/, loops"
