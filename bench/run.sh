@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# bench/run.sh - benchmarks, each a ratio against a reference measured in the same run (never a timed test).
+#   BENCH_GIB=1 (model size), BENCH_ROUNDS=3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD BUILD=${BUILD:-build}
+export HFS3_BIN=$ROOT/$BUILD/bin/hfs3-manifest HFS3_SHIM=$ROOT/$BUILD/lib/libhfs3shim.so
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hfs3-bench.XXXXXX")
+source scripts/s3env.sh
+s3env_start "$WORK"
+trap 's3env_stop; rm -rf "$WORK"' EXIT
+gib=${BENCH_GIB:-1}
+mb=$(python3 -c "print(int($gib * 1024 / 4))")
+echo "bench: generating a ${gib} GiB model in 4 shards + small files, uploading with rclone..."
+python3 scripts/gen_model.py flat "$WORK/model" --shards "$mb,$mb,$mb,$mb" --seed 11
+rclone copy "$WORK/model" s3test:models/bench
+python3 bench/hash_bench.py "$WORK/model" s3test:models/bench "${BENCH_ROUNDS:-3}"
+for b in bench/bench_*.sh; do [ -e "$b" ] && WORK=$WORK bash "$b"; done
+exit 0
