@@ -44,7 +44,10 @@ typedef struct hfs3_manifest {
 int hfs3_manifest_parse(const char *json, size_t n, hfs3_manifest **out);
 
 /* Building: new, add entries (any order, copies the strings), then finish: sorts bytewise, adds the
- * missing parent directories and validates with the same rules as parse. */
+ * missing parent directories and validates with the same rules as parse.
+ * new: layout NULL means "flat"; generator is "hfs3-manifest " HFS3_VERSION; NULL on out of memory.
+ * add: refuses a path that breaks the path rules at once (-EINVAL, or -E2BIG past a length limit), and
+ * more than HFS3_MAX_ENTRIES entries (-E2BIG). finish may be called again after more adds. */
 hfs3_manifest *hfs3_manifest_new(const char *layout, const char *revision);
 int hfs3_manifest_add(hfs3_manifest *m, const hfs3_entry *e);
 int hfs3_manifest_finish(hfs3_manifest *m);
@@ -52,7 +55,9 @@ int hfs3_manifest_finish(hfs3_manifest *m);
 int hfs3_manifest_validate(const hfs3_manifest *m);
 
 /* Canonical JSON: fixed key order, entries in path order, one entry per line, sizes as integers,
- * no timestamps beyond the entries' own mtime. Same manifest, same bytes. Appends to out. */
+ * no timestamps beyond the entries' own mtime. Same manifest, same bytes. Appends to out.
+ * Leaves out revision when NULL, etag when NULL, mtime when 0; writes m->generator as it is.
+ * On failure (out's cap reached: -E2BIG, or -ENOMEM) out has been freed, as hfs3_buf does. */
 int hfs3_manifest_write(const hfs3_manifest *m, hfs3_buf *out);
 
 void hfs3_manifest_free(hfs3_manifest *m);
@@ -63,7 +68,8 @@ const hfs3_entry *hfs3_manifest_find(const hfs3_manifest *m, const char *path);
 /* Resolves a symlink entry's target relative to its directory, following further symlinks (also in
  * intermediate components) inside the tree. On success *out is the final non-symlink entry, or NULL
  * when the target is the root directory. -ENOENT when the target does not exist in the tree (dangling),
- * -ELOOP after HFS3_MAX_HOPS hops, -EXDEV when it leaves the tree (absolute or too many '..'). */
+ * -ELOOP after HFS3_MAX_HOPS hops, -EXDEV when it leaves the tree (absolute or too many '..').
+ * A target through a file ("file/x") is -ENOENT too. A non-symlink entry resolves to itself. */
 int hfs3_manifest_resolve(const hfs3_manifest *m, const hfs3_entry *link, const hfs3_entry **out);
 
 /* Summary counts. */
