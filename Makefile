@@ -38,7 +38,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e demo bench install clean deps
+.PHONY: all test unit e2e demo bench install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -59,7 +59,13 @@ $(HELPER): $(HELPER_OBJ) $(BUILD)/libhfs3.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(HELPER_OBJ) $(BUILD)/libhfs3.a $(LIBS)
 
-$(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h
+# The shim compiles in where `make install` puts the helper: rebuild it when PREFIX changes.
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
+FORCE:
+
+$(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) $(SHIM_LDFLAGS)
 
