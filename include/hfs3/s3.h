@@ -30,7 +30,7 @@ typedef struct hfs3_s3_list {
 typedef struct hfs3_s3_opts {
     long connect_timeout_ms;  /* default 10000 */
     long low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long; default 30 */
-    int max_retries;          /* default 5 (6 attempts) */
+    int max_retries;          /* default 5 (6 attempts); negative: no retries */
     long backoff_base_ms;     /* default 100; doubled each retry, capped at 5 s, full jitter */
     int list_max_keys;        /* max-keys per ListObjectsV2 page; 0: the server's default (1000) */
 } hfs3_s3_opts;

@@ -1,0 +1,890 @@
+/* s3.c - the S3 client on libcurl: addressing (path style or virtual host), SigV4-signed GET, HEAD, PUT and
+ * ListObjectsV2, retries with backoff and jitter, resumption of a broken GET without repeating bytes, and
+ * one-line error messages from S3's XML errors. Signing itself is sigv4.c's; XML parsing is s3xml.c's.
+ * Never logs or reports the Authorization header, the secret key or the session token. */
+#include "hfs3/s3.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hfs3/log.h"
+#include "hfs3/s3xml.h"
+#include "hfs3/sigv4.h"
+
+#define ERRBODY_MAX (64 * 1024)        /* an S3 <Error> is well under 1 KiB; keep what is useful */
+#define LIST_PAGE_MAX (32u << 20)      /* one ListObjectsV2 page (1000 keys) is a few hundred KiB */
+#define BACKOFF_CAP_MS 5000
+
+struct hfs3_s3 {
+    const hfs3_remote *r;
+    hfs3_s3_opts o;
+    CURL *h;          /* kept across requests: its connection cache is what gets reused */
+    char *origin;     /* "http://127.0.0.1:9000" or "https://bucket.s3.amazonaws.com" */
+    char *host;       /* the Host header we send and sign */
+    char *base;       /* decoded path before the key: "/bucket" (path style), "" (virtual) */
+    uint64_t rng;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* What one logical operation asks for; the retry loop turns it into one or more HTTP requests. */
+typedef struct req {
+    const char *method;         /* GET, HEAD, PUT */
+    const char *op;             /* for messages: GET, HEAD, PUT, LIST */
+    const char *key;            /* NULL: the bucket itself (listing) */
+    const char *what;           /* "bucket/key" for messages */
+    const hfs3_kv *query;
+    size_t nquery;
+    const char *if_match, *if_none_match, *content_type;
+    int ranged;
+    uint64_t lo, hi;            /* object bytes wanted: [lo, hi) when ranged, [0, end) otherwise */
+    const void *body;           /* PUT */
+    size_t body_len;
+    hfs3_s3_sink sink;
+    void *ud;
+    hfs3_buf *restart;          /* a listing page: a retry starts the body over (no Range), emptying this */
+} req;
+
+/* One request's response plus the state that survives retries (next, pinned ETag). */
+typedef struct xfer {
+    const req *q;
+    hfs3_s3 *c;
+    long status;
+    char *etag, *last_modified;
+    int have_len, have_crange, have_total;
+    uint64_t content_length, crange_start, total;
+    hfs3_buf err;               /* error body (non-2xx) */
+    int body_started;
+    uint64_t pos;               /* object offset of the next byte of this response's body */
+    uint64_t next;              /* object offset of the next byte the sink has not seen */
+    int sink_rc;
+    size_t put_pos;
+} xfer;
+
+static void xfer_reset_headers(xfer *x)
+{
+    x->status = 0;
+    free(x->etag);
+    free(x->last_modified);
+    x->etag = x->last_modified = NULL;
+    x->have_len = x->have_crange = x->have_total = 0;
+    x->content_length = x->crange_start = x->total = 0;
+    x->body_started = 0;
+    x->pos = 0;
+    hfs3_buf_free(&x->err);
+    hfs3_buf_init(&x->err, ERRBODY_MAX);
+}
+
+static char *trimmed_dup(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    return hfs3_strndup(s, n);
+}
+
+static int parse_u64(const char *s, char **end, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, end, 10);
+    if (errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
+{
+    xfer *x = ud;
+    size_t n = sz * nm;
+    if (n >= 5 && !memcmp(p, "HTTP/", 5)) {
+        /* a new response (after 100 Continue, or a retry): forget the previous one's headers */
+        xfer_reset_headers(x);
+        const char *sp = memchr(p, ' ', n);
+        if (sp)
+            x->status = strtol(sp + 1, NULL, 10);
+        return n;
+    }
+    const char *colon = memchr(p, ':', n);
+    if (!colon)
+        return n;
+    size_t nl = (size_t)(colon - p);
+    char *v = trimmed_dup(colon + 1, n - nl - 1);
+    if (!v)
+        return 0;
+    char *end;
+    if (nl == 4 && !strncasecmp(p, "etag", 4)) {
+        free(x->etag);
+        x->etag = v;
+        v = NULL;
+    } else if (nl == 13 && !strncasecmp(p, "last-modified", 13)) {
+        free(x->last_modified);
+        x->last_modified = v;
+        v = NULL;
+    } else if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
+        x->have_len = parse_u64(v, &end, &x->content_length) == 0;
+    } else if (nl == 13 && !strncasecmp(p, "content-range", 13) && !strncmp(v, "bytes ", 6)) {
+        /* "bytes 100-199/1234"; a 416 has an asterisk for the range */
+        const char *s = v + 6;
+        if (parse_u64(s, &end, &x->crange_start) == 0 && *end == '-')
+            x->have_crange = 1;
+        const char *slash = strchr(s, '/');
+        if (slash && parse_u64(slash + 1, &end, &x->total) == 0)
+            x->have_total = 1;
+    }
+    free(v);
+    return n;
+}
+
+static int status_ok(long s) { return s >= 200 && s < 300; }
+
+static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
+{
+    xfer *x = ud;
+    size_t n = sz * nm;
+    if (!status_ok(x->status)) {
+        /* error bodies are for the message, never for the sink; past the cap they are dropped */
+        if (x->err.len + n <= ERRBODY_MAX)
+            hfs3_buf_add(&x->err, p, n);
+        return n;
+    }
+    if (!x->q->sink)
+        return n;
+    if (!x->body_started) {
+        x->body_started = 1;
+        x->pos = x->status == 206 && x->have_crange ? x->crange_start : 0;
+        if (x->pos > x->next) {
+            x->sink_rc = hfs3_err(-EIO, "s3: %s %s: server sent bytes from %llu, wanted %llu", x->q->op,
+                                  x->q->what, (unsigned long long)x->pos, (unsigned long long)x->next);
+            return 0;
+        }
+    }
+    /* deliver only [next, hi): a server that ignored Range, or a resumed body, never repeats bytes */
+    uint64_t start = x->pos, end = x->pos + n;
+    x->pos = end;
+    uint64_t lo = start > x->next ? start : x->next;
+    uint64_t hi = x->q->ranged && x->q->hi < end ? x->q->hi : end;
+    if (lo < hi) {
+        int rc = x->q->sink(x->q->ud, p + (lo - start), (size_t)(hi - lo));
+        if (rc < 0) {
+            x->sink_rc = rc;
+            return 0;
+        }
+        x->next = hi;
+    }
+    return n;
+}
+
+static size_t on_read(char *p, size_t sz, size_t nm, void *ud)
+{
+    xfer *x = ud;
+    size_t left = x->q->body_len - x->put_pos, n = sz * nm;
+    if (n > left)
+        n = left;
+    memcpy(p, (const char *)x->q->body + x->put_pos, n);
+    x->put_pos += n;
+    return n;
+}
+
+static int on_seek(void *ud, curl_off_t off, int origin)
+{
+    xfer *x = ud;
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > x->q->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    x->put_pos = (size_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
+static uint64_t rng_next(hfs3_s3 *c)
+{
+    /* xorshift64*: jitter only needs to decorrelate clients, not be unpredictable */
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 2685821657736338717ULL;
+}
+
+static void backoff(hfs3_s3 *c, int attempt)
+{
+    long cap = c->o.backoff_base_ms;
+    for (int i = 0; i < attempt && cap < BACKOFF_CAP_MS; i++)
+        cap *= 2;
+    if (cap > BACKOFF_CAP_MS)
+        cap = BACKOFF_CAP_MS;
+    long ms = (long)(rng_next(c) % (uint64_t)(cap + 1));
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
+{
+    *out = NULL;
+    if (!r || !r->bucket || !*r->bucket || !r->endpoint)
+        return hfs3_err(-EINVAL, "s3: remote lacks a bucket or an endpoint");
+    if ((r->access_key == NULL) != (r->secret_key == NULL))
+        return hfs3_err(-EINVAL, "s3: %s: an access key needs a secret key and the other way round",
+                        r->spec ? r->spec : r->bucket);
+    const char *ep = r->endpoint, *rest;
+    size_t sl;
+    if (!strncmp(ep, "http://", 7))
+        sl = 7;
+    else if (!strncmp(ep, "https://", 8))
+        sl = 8;
+    else
+        return hfs3_err(-EINVAL, "s3: endpoint %s: not http:// or https://", ep);
+    rest = ep + sl;
+    const char *slash = strchr(rest, '/');
+    size_t alen = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (!alen)
+        return hfs3_err(-EINVAL, "s3: endpoint %s: no host", ep);
+    const char *epath = slash ? slash : "";
+    size_t eplen = strlen(epath);
+    while (eplen && epath[eplen - 1] == '/')
+        eplen--;
+
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return hfs3_err(-EIO, "s3: curl_global_init: %s", curl_easy_strerror(curl_init_rc));
+
+    hfs3_s3 *c = calloc(1, sizeof *c);
+    if (!c)
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    c->r = r;
+    if (opts)
+        c->o = *opts;
+    if (c->o.connect_timeout_ms <= 0)
+        c->o.connect_timeout_ms = 10000;
+    if (c->o.low_speed_time_s <= 0)
+        c->o.low_speed_time_s = 30;
+    if (c->o.max_retries == 0)
+        c->o.max_retries = 5;
+    else if (c->o.max_retries < 0)
+        c->o.max_retries = 0;
+    if (c->o.backoff_base_ms <= 0)
+        c->o.backoff_base_ms = 100;
+    c->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)c;
+    if (!c->rng)
+        c->rng = 88172645463325252ULL;
+
+    hfs3_buf b;
+    int rc = -ENOMEM;
+    hfs3_buf_init(&b, 0);
+    if (r->path_style) {
+        if (hfs3_buf_add(&b, rest, alen) || !(c->host = hfs3_buf_take(&b, NULL)) ||
+            hfs3_buf_add(&b, ep, sl + alen) || !(c->origin = hfs3_buf_take(&b, NULL)) ||
+            hfs3_buf_add(&b, epath, eplen) || hfs3_buf_addc(&b, '/') || hfs3_buf_adds(&b, r->bucket) ||
+            !(c->base = hfs3_buf_take(&b, NULL)))
+            goto fail;
+    } else {
+        if (hfs3_buf_addf(&b, "%s.%.*s", r->bucket, (int)alen, rest) || !(c->host = hfs3_buf_take(&b, NULL)) ||
+            hfs3_buf_addf(&b, "%.*s%s", (int)sl, ep, c->host) || !(c->origin = hfs3_buf_take(&b, NULL)) ||
+            (eplen && hfs3_buf_add(&b, epath, eplen)) || !(c->base = hfs3_buf_take(&b, NULL)))
+            goto fail;
+    }
+    c->h = curl_easy_init();
+    if (!c->h) {
+        rc = hfs3_err(-ENOMEM, "s3: curl_easy_init failed");
+        goto fail_msg;
+    }
+    *out = c;
+    return 0;
+fail:
+    rc = hfs3_err(-ENOMEM, "s3: out of memory");
+fail_msg:
+    hfs3_buf_free(&b);
+    hfs3_s3_free(c);
+    return rc;
+}
+
+void hfs3_s3_free(hfs3_s3 *c)
+{
+    if (!c)
+        return;
+    if (c->h)
+        curl_easy_cleanup(c->h);
+    free(c->origin);
+    free(c->host);
+    free(c->base);
+    free(c);
+}
+
+/* The decoded path of key (what SigV4 signs, before encoding): base + "/" + key, or the bucket. */
+static int build_path(const hfs3_s3 *c, const char *key, hfs3_buf *out)
+{
+    if (hfs3_buf_adds(out, c->base))
+        return -ENOMEM;
+    if (key)
+        return hfs3_buf_addc(out, '/') || hfs3_buf_adds(out, key) ? -ENOMEM : 0;
+    return out->len ? 0 : hfs3_buf_addc(out, '/');
+}
+
+/* origin + encoded path + "?" + encoded query: the same encoding sigv4.c puts in the canonical request. */
+static char *build_url(const hfs3_s3 *c, const char *path, const hfs3_kv *q, size_t nq)
+{
+    hfs3_buf u;
+    hfs3_buf_init(&u, 0);
+    if (hfs3_buf_adds(&u, c->origin) || hfs3_uri_encode(&u, path, strlen(path), 1) < 0)
+        return NULL;
+    for (size_t i = 0; i < nq; i++) {
+        if (hfs3_buf_addc(&u, i ? '&' : '?') || hfs3_uri_encode(&u, q[i].name, strlen(q[i].name), 0) < 0 ||
+            hfs3_buf_addc(&u, '=') || hfs3_uri_encode(&u, q[i].value, strlen(q[i].value), 0) < 0)
+            return NULL;
+    }
+    return hfs3_buf_take(&u, NULL);
+}
+
+char *hfs3_s3_url(const hfs3_s3 *c, const char *key)
+{
+    hfs3_buf p;
+    hfs3_buf_init(&p, 0);
+    if (build_path(c, key, &p)) {
+        hfs3_buf_free(&p);
+        return NULL;
+    }
+    char *url = build_url(c, hfs3_buf_str(&p), NULL, 0);
+    hfs3_buf_free(&p);
+    return url;
+}
+
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+    hfs3_buf b;
+    hfs3_buf_init(&b, 0);
+    if (hfs3_buf_addf(&b, "%s: %s", name, value))
+        return -ENOMEM;
+    struct curl_slist *n = curl_slist_append(*l, b.data);
+    hfs3_buf_free(&b);
+    if (!n)
+        return -ENOMEM;
+    *l = n;
+    return 0;
+}
+
+/* Builds the header list for one attempt, signing exactly the headers it sends (besides the
+ * Authorization itself and what curl adds: Accept, Content-Length, User-Agent). */
+static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char *range, const char *if_match,
+                         const char *if_none_match, struct curl_slist **out)
+{
+    const hfs3_remote *r = c->r;
+    hfs3_kv h[10];
+    size_t nh = 0;
+    char date[17], payload[65];
+    hfs3_amz_date((long long)time(NULL), date);
+    if (q->body)
+        hfs3_sha256_hexof(q->body, q->body_len, payload);
+    else
+        strcpy(payload, "UNSIGNED-PAYLOAD");
+    h[nh++] = (hfs3_kv){"Host", c->host};
+    if (range)
+        h[nh++] = (hfs3_kv){"Range", range};
+    if (if_match)
+        h[nh++] = (hfs3_kv){"If-Match", if_match};
+    if (if_none_match)
+        h[nh++] = (hfs3_kv){"If-None-Match", if_none_match};
+    if (q->content_type)
+        h[nh++] = (hfs3_kv){"Content-Type", q->content_type};
+    if (r->access_key) {
+        h[nh++] = (hfs3_kv){"x-amz-date", date};
+        h[nh++] = (hfs3_kv){"x-amz-content-sha256", payload};
+        if (r->session_token)
+            h[nh++] = (hfs3_kv){"x-amz-security-token", r->session_token};
+    }
+    struct curl_slist *l = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < nh && !rc; i++)
+        rc = add_header(&l, h[i].name, h[i].value);
+    /* no "Expect: 100-continue" round trip for small PUTs */
+    if (!rc && q->body && !(l = curl_slist_append(l, "Expect:")))
+        rc = -ENOMEM;
+    if (!rc && r->access_key) {
+        hfs3_sigv4_request sr = {.method = q->method, .path = path, .normalize_path = 0, .query = q->query,
+                                 .nquery = q->nquery, .headers = h, .nheaders = nh, .payload_hash = payload};
+        hfs3_sigv4_key k = {.access_key = r->access_key, .secret_key = r->secret_key,
+                            .region = r->region ? r->region : "us-east-1", .service = "s3", .amz_date = date};
+        hfs3_buf auth;
+        hfs3_buf_init(&auth, 0);
+        if ((rc = hfs3_buf_adds(&auth, "Authorization: ")) == 0 &&
+            (rc = hfs3_sigv4_authorization(&sr, &k, &auth)) == 0) {
+            struct curl_slist *n = curl_slist_append(l, auth.data);
+            if (n)
+                l = n;
+            else
+                rc = -ENOMEM;
+        }
+        hfs3_buf_free(&auth);
+        if (rc)
+            rc = hfs3_err_wrap(rc < 0 ? rc : -EIO, "s3: %s %s: signing", q->op, q->what);
+    } else if (rc) {
+        rc = hfs3_err(-ENOMEM, "s3: out of memory");
+    }
+    if (rc) {
+        curl_slist_free_all(l);
+        return rc < 0 ? rc : hfs3_err(-ENOMEM, "s3: out of memory");
+    }
+    *out = l;
+    return 0;
+}
+
+static int retryable_curl(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int retryable_status(long s) { return s == 500 || s == 502 || s == 503 || s == 504; }
+
+static const char *reason(long s)
+{
+    switch (s) {
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 412: return "Precondition Failed";
+    case 416: return "Range Not Satisfiable";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "HTTP error";
+    }
+}
+
+static int status_errno(long s)
+{
+    switch (s) {
+    case 404: return -ENOENT;
+    case 403: return -EACCES;
+    case 412: return -ESTALE;
+    case 416: return -ERANGE;
+    default: return -EIO;
+    }
+}
+
+/* Control characters would break the one-line message. */
+static void one_line(char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
+/* "s3: GET bucket/key: 403 SignatureDoesNotMatch: The request signature..." from the last response. */
+static int status_error(xfer *x, int attempts)
+{
+    char *code = NULL, *msg = NULL;
+    if (x->err.len)
+        hfs3_s3xml_parse_error(x->err.data, x->err.len, &code, &msg);
+    one_line(code);
+    one_line(msg);
+    char tail[48] = "";
+    if (attempts > 1)
+        snprintf(tail, sizeof tail, " (after %d attempts)", attempts);
+    int rc;
+    if (code)
+        rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s%s%s", x->q->op, x->q->what, x->status, code,
+                      msg ? ": " : "", msg ? msg : "", tail);
+    else
+        rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s", x->q->op, x->q->what, x->status,
+                      reason(x->status), tail);
+    free(code);
+    free(msg);
+    return rc;
+}
+
+static int curl_error(hfs3_s3 *c, xfer *x, CURLcode cc, int attempts)
+{
+    int code = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
+    one_line(c->errbuf);
+    char tail[48] = "";
+    if (attempts > 1)
+        snprintf(tail, sizeof tail, " (after %d attempts)", attempts);
+    return hfs3_err(code, "s3: %s %s: %s%s%s%s", x->q->op, x->q->what, curl_easy_strerror(cc),
+                    c->errbuf[0] ? ": " : "", c->errbuf, tail);
+}
+
+static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *hdrs)
+{
+    CURL *h = c->h;
+    const req *q = x->q;
+    curl_easy_reset(h);  /* options only: live connections stay for reuse */
+    c->errbuf[0] = 0;
+    CURLcode cc = CURLE_OK;
+#define SET(opt, val)                                                                                          \
+    do {                                                                                                       \
+        if (cc == CURLE_OK)                                                                                    \
+            cc = curl_easy_setopt(h, opt, val);                                                                \
+    } while (0)
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_ERRORBUFFER, c->errbuf);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, c->o.connect_timeout_ms);
+    SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    SET(CURLOPT_LOW_SPEED_TIME, c->o.low_speed_time_s);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_SSL_VERIFYPEER, c->r->tls_verify ? 1L : 0L);
+    SET(CURLOPT_SSL_VERIFYHOST, c->r->tls_verify ? 2L : 0L);
+    if (c->r->ca_bundle)
+        SET(CURLOPT_CAINFO, c->r->ca_bundle);
+    SET(CURLOPT_USERAGENT, "hfs3/" HFS3_VERSION);
+    SET(CURLOPT_HTTPHEADER, hdrs);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, x);
+    SET(CURLOPT_WRITEFUNCTION, on_body);
+    SET(CURLOPT_WRITEDATA, x);
+    if (!strcmp(q->method, "HEAD")) {
+        SET(CURLOPT_NOBODY, 1L);
+    } else if (!strcmp(q->method, "PUT")) {
+        SET(CURLOPT_UPLOAD, 1L);
+        SET(CURLOPT_READFUNCTION, on_read);
+        SET(CURLOPT_READDATA, x);
+        SET(CURLOPT_SEEKFUNCTION, on_seek);
+        SET(CURLOPT_SEEKDATA, x);
+        SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->body_len);
+    }
+#undef SET
+    if (cc != CURLE_OK)
+        return hfs3_err(-EIO, "s3: %s %s: curl setup: %s", q->op, q->what, curl_easy_strerror(cc));
+    return 0;
+}
+
+/* Runs q with retries. On success (2xx, or 304 when q asked If-None-Match) x holds the final response's
+ * headers; the caller frees x's members with xfer_done. */
+static int perform(hfs3_s3 *c, const req *q, xfer *x)
+{
+    memset(x, 0, sizeof *x);
+    x->q = q;
+    x->c = c;
+    hfs3_buf_init(&x->err, ERRBODY_MAX);
+    x->next = q->ranged ? q->lo : 0;
+    char *pinned = NULL; /* the ETag of the first body we delivered from: a resumed GET must match it */
+    hfs3_buf path;
+    hfs3_buf_init(&path, 0);
+    int rc;
+    if (build_path(c, q->key, &path))
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    char *url = build_url(c, hfs3_buf_str(&path), q->query, q->nquery);
+    if (!url) {
+        hfs3_buf_free(&path);
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    }
+    int attempts = c->o.max_retries + 1;
+    for (int attempt = 1;; attempt++) {
+        uint64_t start = q->ranged ? q->lo : 0;
+        if (q->restart) {
+            hfs3_buf_reset(q->restart);
+            x->next = 0;
+        }
+        int resumed = x->next > start;
+        char range[64], *rp = NULL;
+        if (q->ranged || resumed) {
+            if (q->ranged)
+                snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)x->next,
+                         (unsigned long long)(q->hi - 1));
+            else
+                snprintf(range, sizeof range, "bytes=%llu-", (unsigned long long)x->next);
+            rp = range;
+        }
+        const char *im = q->if_match ? q->if_match : resumed ? pinned : NULL;
+        const char *inm = resumed ? NULL : q->if_none_match;
+        struct curl_slist *hdrs = NULL;
+        if ((rc = build_headers(c, q, hfs3_buf_str(&path), rp, im, inm, &hdrs)) < 0)
+            break;
+        if ((rc = setup_curl(c, x, url, hdrs)) < 0) {
+            curl_slist_free_all(hdrs);
+            break;
+        }
+        x->put_pos = 0;
+        x->sink_rc = 0;
+        hfs3_debug("s3: %s %s (attempt %d)%s%s", q->method, url, attempt, rp ? " Range " : "", rp ? rp : "");
+        CURLcode cc = curl_easy_perform(c->h);
+        curl_slist_free_all(hdrs);
+        curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
+        if (x->sink_rc) {
+            rc = x->sink_rc;
+            break;
+        }
+        if (!pinned && x->etag && status_ok(x->status) && x->next > start && !(pinned = hfs3_strdup(x->etag))) {
+            rc = hfs3_err(-ENOMEM, "s3: out of memory");
+            break;
+        }
+        int retry = 0;
+        if (cc != CURLE_OK) {
+            if (!retryable_curl(cc) || attempt >= attempts) {
+                rc = curl_error(c, x, cc, attempt);
+                break;
+            }
+            retry = 1;
+            hfs3_info("s3: %s %s: %s, retrying (attempt %d of %d)", q->op, q->what, curl_easy_strerror(cc),
+                      attempt + 1, attempts);
+        } else if (status_ok(x->status)) {
+            /* a body that ended early without curl noticing (no Content-Length) is a broken body too */
+            uint64_t want = q->ranged ? q->hi : UINT64_MAX;
+            if (x->status == 206 && x->have_total && x->total < want)
+                want = x->total;
+            else if (x->status == 200 && x->have_len && x->content_length < want)
+                want = x->content_length;
+            if (q->sink && want != UINT64_MAX && x->next < want && strcmp(q->method, "HEAD")) {
+                if (attempt >= attempts) {
+                    rc = hfs3_err(-EIO, "s3: %s %s: body ended at byte %llu of %llu (after %d attempts)", q->op,
+                                  q->what, (unsigned long long)x->next, (unsigned long long)want, attempt);
+                    break;
+                }
+                retry = 1;
+            } else {
+                rc = 0;
+                break;
+            }
+        } else if (x->status == 304 && q->if_none_match) {
+            rc = 0;
+            break;
+        } else if (retryable_status(x->status) && attempt < attempts) {
+            retry = 1;
+            hfs3_info("s3: %s %s: HTTP %ld, retrying (attempt %d of %d)", q->op, q->what, x->status, attempt + 1,
+                      attempts);
+        } else {
+            rc = status_error(x, attempt);
+            break;
+        }
+        if (retry)
+            backoff(c, attempt - 1);
+    }
+    free(pinned);
+    free(url);
+    hfs3_buf_free(&path);
+    return rc;
+}
+
+static void xfer_done(xfer *x)
+{
+    free(x->etag);
+    free(x->last_modified);
+    hfs3_buf_free(&x->err);
+    x->etag = x->last_modified = NULL;
+}
+
+static char *what_of(const hfs3_s3 *c, const char *key)
+{
+    hfs3_buf b;
+    hfs3_buf_init(&b, 0);
+    if (hfs3_buf_addf(&b, "%s/%s", c->r->bucket, key ? key : ""))
+        return NULL;
+    char *s = hfs3_buf_take(&b, NULL);
+    one_line(s);
+    return s;
+}
+
+int hfs3_s3_get_object(hfs3_s3 *c, const char *key, hfs3_s3_get *g, hfs3_s3_sink sink, void *ud)
+{
+    g->status = 0;
+    g->not_modified = 0;
+    g->etag = NULL;
+    g->object_size = 0;
+    if (g->ranged && g->length == 0)
+        return 0;
+    if (g->ranged && g->offset + g->length < g->offset)
+        return hfs3_err(-EINVAL, "s3: GET %s: range overflows", key);
+    char *what = what_of(c, key);
+    if (!what)
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    req q = {.method = "GET", .op = "GET", .key = key, .what = what, .if_match = g->if_match,
+             .if_none_match = g->if_none_match, .ranged = g->ranged, .lo = g->offset,
+             .hi = g->offset + g->length, .sink = sink, .ud = ud};
+    xfer x;
+    int rc = perform(c, &q, &x);
+    g->status = (int)x.status;
+    if (rc == 0) {
+        g->not_modified = x.status == 304;
+        g->etag = x.etag;
+        x.etag = NULL;
+        if (x.have_total)
+            g->object_size = x.total;
+        else if (x.status == 200 && x.have_len)
+            g->object_size = x.content_length;
+    }
+    xfer_done(&x);
+    free(what);
+    return rc;
+}
+
+typedef struct buf_sink {
+    hfs3_buf *out;
+    size_t got, max;
+    const char *key;
+} buf_sink;
+
+static int to_buf(void *ud, const void *data, size_t n)
+{
+    buf_sink *s = ud;
+    if (n > s->max - s->got)
+        return hfs3_err(-EFBIG, "s3: GET %s: object larger than %zu bytes", s->key, s->max);
+    s->got += n;
+    if (hfs3_buf_add(s->out, data, n))
+        return hfs3_err(-ENOMEM, "s3: GET %s: out of memory", s->key);
+    return 0;
+}
+
+int hfs3_s3_get_buf(hfs3_s3 *c, const char *key, size_t max, hfs3_buf *out, hfs3_s3_get *g)
+{
+    hfs3_s3_get local;
+    memset(&local, 0, sizeof local);
+    buf_sink s = {out, 0, max, key};
+    int rc = hfs3_s3_get_object(c, key, g ? g : &local, to_buf, &s);
+    free(local.etag);
+    return rc;
+}
+
+int hfs3_s3_head(hfs3_s3 *c, const char *key, hfs3_s3_object *out)
+{
+    memset(out, 0, sizeof *out);
+    char *what = what_of(c, key);
+    if (!what)
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    req q = {.method = "HEAD", .op = "HEAD", .key = key, .what = what};
+    xfer x;
+    int rc = perform(c, &q, &x);
+    if (rc == 0) {
+        if (!x.have_len) {
+            rc = hfs3_err(-EIO, "s3: HEAD %s: %ld without Content-Length", what, x.status);
+        } else if (!(out->key = hfs3_strdup(key))) {
+            rc = hfs3_err(-ENOMEM, "s3: out of memory");
+        } else {
+            out->size = x.content_length;
+            out->etag = x.etag;
+            x.etag = NULL;
+            if (x.last_modified) {
+                time_t t = curl_getdate(x.last_modified, NULL);
+                out->mtime = t < 0 ? 0 : (long long)t;
+            }
+        }
+    }
+    xfer_done(&x);
+    free(what);
+    return rc;
+}
+
+int hfs3_s3_put(hfs3_s3 *c, const char *key, const void *data, size_t n, const char *content_type,
+                char **etag_out)
+{
+    if (etag_out)
+        *etag_out = NULL;
+    char *what = what_of(c, key);
+    if (!what)
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    static const char empty[1] = "";
+    req q = {.method = "PUT", .op = "PUT", .key = key, .what = what, .content_type = content_type,
+             .body = data ? data : empty, .body_len = n};
+    xfer x;
+    int rc = perform(c, &q, &x);
+    if (rc == 0 && etag_out) {
+        *etag_out = x.etag;
+        x.etag = NULL;
+    }
+    xfer_done(&x);
+    free(what);
+    return rc;
+}
+
+static int to_page(void *ud, const void *data, size_t n)
+{
+    hfs3_buf *b = ud;
+    int rc = hfs3_buf_add(b, data, n);
+    return rc == -E2BIG ? hfs3_err(-EIO, "s3: listing page larger than %u bytes", LIST_PAGE_MAX)
+                        : rc ? hfs3_err(rc, "s3: out of memory") : 0;
+}
+
+int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out)
+{
+    if (!prefix)
+        prefix = "";
+    char *what = what_of(c, prefix);
+    if (!what)
+        return hfs3_err(-ENOMEM, "s3: out of memory");
+    size_t first = out->n;
+    char *token = NULL, maxk[24];
+    hfs3_buf page;
+    hfs3_buf_init(&page, LIST_PAGE_MAX);
+    int rc = 0, npages = 0;
+    snprintf(maxk, sizeof maxk, "%d", c->o.list_max_keys);
+    for (;;) {
+        hfs3_kv qv[4];
+        size_t nq = 0;
+        if (token)
+            qv[nq++] = (hfs3_kv){"continuation-token", token};
+        qv[nq++] = (hfs3_kv){"list-type", "2"};
+        if (c->o.list_max_keys > 0)
+            qv[nq++] = (hfs3_kv){"max-keys", maxk};
+        qv[nq++] = (hfs3_kv){"prefix", prefix};
+        hfs3_buf_init(&page, LIST_PAGE_MAX);
+        req q = {.method = "GET", .op = "LIST", .key = NULL, .what = what, .query = qv, .nquery = nq,
+                 .sink = to_page, .ud = &page, .restart = &page};
+        xfer x;
+        rc = perform(c, &q, &x);
+        xfer_done(&x);
+        if (rc)
+            break;
+        int truncated = 0;
+        char *next = NULL;
+        rc = hfs3_s3xml_parse_list(hfs3_buf_str(&page), page.len, out, &truncated, &next);
+        hfs3_buf_free(&page);
+        if (rc) {
+            rc = hfs3_err_wrap(rc, "s3: LIST %s: page %d", what, npages + 1);
+            break;
+        }
+        npages++;
+        free(token);
+        token = next;
+        if (!truncated)
+            break;
+        if (!token || !*token) {
+            rc = hfs3_err(-EIO, "s3: LIST %s: page %d is truncated but has no NextContinuationToken", what,
+                          npages);
+            break;
+        }
+    }
+    hfs3_buf_free(&page);
+    free(token);
+    if (rc) {
+        for (size_t i = first; i < out->n; i++)
+            hfs3_s3_object_free(&out->v[i]);
+        out->n = first;
+    }
+    free(what);
+    return rc;
+}
