@@ -6,6 +6,7 @@
 
 #include "cmds.h"
 #include "hfs3/builder.h"
+#include "hfs3/verify.h"
 
 int cmd_verify(int argc, char **argv)
 {

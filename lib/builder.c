@@ -1,7 +1,7 @@
 /* builder.c - build, publish, read back and verify manifests (include/hfs3/builder.h).
  * Owns: the mapping from a bucket listing to manifest entries (layouts, .rclonelink, bookkeeping), the choice
- * of where each sha256 comes from, and the worker threads that hash. Does not own: HTTP (s3.c), the document
- * rules and bytes (manifest.c), printing (helper/). */
+ * of where each sha256 comes from, publishing. Does not own: HTTP (s3.c), the document rules and bytes
+ * (manifest.c), worker threads and streamed hashing (jobs.c), verify (verify.c), printing (helper/). */
 #include "hfs3/builder.h"
 
 #include <dirent.h>
@@ -17,119 +17,12 @@
 
 #include "hfs3/log.h"
 #include "hfs3/s3.h"
+#include "jobs.h"
 
 #define BOOKKEEPING ".cache/huggingface/"
 #define METADATA_DIR ".cache/huggingface/download/"
 #define LINK_SUFFIX ".rclonelink"
 #define MAX_SMALL_OBJECT 65536
-
-/* ---- a small pool of worker threads, each with its own S3 connection when asked ---- */
-
-typedef int (*job_fn)(void *ud, size_t i, hfs3_s3 *c);
-
-typedef struct pool {
-    pthread_mutex_t mu;
-    size_t next, n;
-    job_fn fn;
-    void *ud;
-    const hfs3_remote *remote;
-    int rc;
-    char msg[1024];
-} pool;
-
-static void *pool_worker(void *arg)
-{
-    pool *p = arg;
-    hfs3_s3 *c = NULL;
-    if (p->remote) {
-        int rc = hfs3_s3_new(p->remote, NULL, &c);
-        if (rc < 0) {
-            pthread_mutex_lock(&p->mu);
-            if (!p->rc) {
-                p->rc = rc;
-                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
-            }
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-    }
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        size_t i = p->next++;
-        int stop = p->rc != 0 || i >= p->n;
-        pthread_mutex_unlock(&p->mu);
-        if (stop)
-            break;
-        int rc = p->fn(p->ud, i, c);
-        if (rc < 0) {
-            pthread_mutex_lock(&p->mu);
-            if (!p->rc) {
-                p->rc = rc;
-                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
-            }
-            pthread_mutex_unlock(&p->mu);
-        }
-    }
-    hfs3_s3_free(c);
-    return NULL;
-}
-
-/* Runs fn(ud, i) for i in [0, n) on `threads` threads; returns the first failure (its message is set in the
- * calling thread) or 0. */
-static int run_parallel(size_t n, int threads, const hfs3_remote *remote, job_fn fn, void *ud)
-{
-    if (n == 0)
-        return 0;
-    if (threads < 1)
-        threads = 1;
-    if ((size_t)threads > n)
-        threads = (int)n;
-    pool p = {.n = n, .fn = fn, .ud = ud, .remote = remote};
-    pthread_mutex_init(&p.mu, NULL);
-    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-    if (!tids)
-        return hfs3_err(-ENOMEM, "out of memory");
-    int started = 0;
-    for (int t = 0; t < threads; t++) {
-        if (pthread_create(&tids[t], NULL, pool_worker, &p) != 0)
-            break;
-        started++;
-    }
-    if (started == 0)
-        pool_worker(&p);
-    for (int t = 0; t < started; t++)
-        pthread_join(tids[t], NULL);
-    free(tids);
-    pthread_mutex_destroy(&p.mu);
-    if (p.rc)
-        return hfs3_err(p.rc, "%s", p.msg);
-    return 0;
-}
-
-/* ---- progress, shared by the hashing jobs ---- */
-
-typedef struct progress {
-    pthread_mutex_t mu;
-    hfs3_progress_fn fn;
-    void *ud;
-    const char *phase;
-    uint64_t done, total, last_report;
-    size_t files_done, files_total;
-} progress;
-
-static void progress_add(progress *pr, uint64_t bytes, size_t files)
-{
-    if (!pr->fn)
-        return;
-    pthread_mutex_lock(&pr->mu);
-    pr->done += bytes;
-    pr->files_done += files;
-    if (files || pr->done - pr->last_report >= (8u << 20)) {
-        pr->last_report = pr->done;
-        pr->fn(pr->ud, pr->phase, pr->done, pr->total, pr->files_done, pr->files_total);
-    }
-    pthread_mutex_unlock(&pr->mu);
-}
 
 /* ---- hashing ---- */
 
@@ -147,7 +40,7 @@ typedef struct item {
 
 typedef struct hash_ctx {
     item **items;         /* the ones to hash */
-    progress *pr;
+    jobs_progress *pr;
     uint64_t hashed;
     pthread_mutex_t mu;
 } hash_ctx;
@@ -163,57 +56,15 @@ static int hash_local_job(void *ud, size_t i, hfs3_s3 *c)
     if (size != it->size)
         return hfs3_err(-EIO, "%s: changed while hashing (%llu bytes, expected %llu)", it->local,
                         (unsigned long long)size, (unsigned long long)it->size);
-    progress_add(h->pr, size, 1);
+    jobs_progress_add(h->pr, size, 1);
     return 0;
-}
-
-typedef struct stream_sink {
-    hfs3_sha256_ctx *sha;
-    uint64_t n, unreported;
-    progress *pr;
-} stream_sink;
-
-static int stream_to_sha(void *ud, const void *data, size_t n)
-{
-    stream_sink *s = ud;
-    hfs3_sha256_update(s->sha, data, n);
-    s->n += n;
-    s->unreported += n;
-    if (s->unreported >= (4u << 20)) {
-        progress_add(s->pr, s->unreported, 0);
-        s->unreported = 0;
-    }
-    return 0;
-}
-
-/* Streams object `key` and hashes it; also checks the byte count against `size`. */
-static int hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t size, progress *pr,
-                       char out[65])
-{
-    stream_sink s = {.sha = hfs3_sha256_new(), .pr = pr};
-    if (!s.sha)
-        return hfs3_err(-ENOMEM, "out of memory");
-    hfs3_s3_get g = {.if_match = if_match};
-    int rc = hfs3_s3_get_object(c, key, &g, stream_to_sha, &s);
-    free(g.etag);
-    if (rc == 0 && s.n != size)
-        rc = hfs3_err(-EIO, "%s: got %llu bytes, the listing said %llu", key, (unsigned long long)s.n,
-                      (unsigned long long)size);
-    if (rc == 0) {
-        unsigned char md[32];
-        hfs3_sha256_final(s.sha, md);
-        hfs3_hex(md, 32, out);
-        progress_add(pr, s.unreported, 1);
-    }
-    hfs3_sha256_free(s.sha);
-    return rc;
 }
 
 static int hash_s3_job(void *ud, size_t i, hfs3_s3 *c)
 {
     hash_ctx *h = ud;
     item *it = h->items[i];
-    return hash_object(c, it->key, it->etag, it->size, h->pr, it->sha256);
+    return jobs_hash_object(c, it->key, it->etag, it->size, h->pr, it->sha256);
 }
 
 static int link_job(void *ud, size_t i, hfs3_s3 *c)
@@ -242,18 +93,6 @@ typedef struct build_state {
     char **meta_keys;     /* METADATA_DIR<file>.metadata objects, relative to the prefix */
     size_t nmeta;
 } build_state;
-
-static void problem(hfs3_buf *problems, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void problem(hfs3_buf *problems, const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (hfs3_buf_adds(problems, line) == 0)
-        hfs3_buf_addc(problems, '\n');
-}
 
 static void items_free(item *v, size_t n)
 {
@@ -312,7 +151,7 @@ static int use_metadata(build_state *st, char **revision, hfs3_build_stats *stat
     meta_ctx m = {.st = st, .bodies = calloc(st->nmeta, sizeof(char *))};
     if (!m.bodies)
         return hfs3_err(-ENOMEM, "out of memory");
-    int rc = run_parallel(st->nmeta, 8, st->r, meta_job, &m);
+    int rc = jobs_run(st->nmeta, 8, st->r, meta_job, &m);
     int agree = 1;
     char *commit = NULL;
     for (size_t i = 0; rc == 0 && i < st->nmeta; i++) {
@@ -534,11 +373,11 @@ static int check_local(build_state *st, const hfs3_s3_list *list, hfs3_buf *prob
         listed *hit = bsearch(&probe, objs, nobj, sizeof *objs, cmp_listed);
         char *key = hfs3_remote_key(st->r, want);
         if (!hit) {
-            problem(problems, "%s: missing from bucket %s: key %s (local %s)", st->r->spec, st->r->bucket,
+            jobs_problem(problems, "%s: missing from bucket %s: key %s (local %s)", st->r->spec, st->r->bucket,
                     key ? key : want, f->path);
             bad++;
         } else if (hit->size != f->size) {
-            problem(problems, "%s: key %s has %llu bytes, local %s has %llu", st->r->spec, key ? key : want,
+            jobs_problem(problems, "%s: key %s has %llu bytes, local %s has %llu", st->r->spec, key ? key : want,
                     (unsigned long long)hit->size, f->path, (unsigned long long)f->size);
             bad++;
         } else if (!f->target) {
@@ -590,7 +429,7 @@ static size_t check_conflicts(build_state *st, hfs3_buf *problems)
     for (size_t i = 0; i < st->n; i++) {
         item *it = &st->items[i];
         if (i + 1 < st->n && !strcmp(it->rel, st->items[i + 1].rel)) {
-            problem(problems, "%s: both %s and %s exist: a path cannot be a file and a symlink", st->r->spec,
+            jobs_problem(problems, "%s: both %s and %s exist: a path cannot be a file and a symlink", st->r->spec,
                     it->is_link ? st->items[i + 1].key : it->key, it->is_link ? it->key : st->items[i + 1].key);
             bad++;
         }
@@ -605,27 +444,27 @@ static size_t check_conflicts(build_state *st, hfs3_buf *problems)
                 hi = mid;
         }
         if (lo < st->n && !strncmp(st->items[lo].rel, it->rel, len) && st->items[lo].rel[len] == '/') {
-            problem(problems, "%s: key %s is an object but %s is also under it as a directory", st->r->spec,
+            jobs_problem(problems, "%s: key %s is an object but %s is also under it as a directory", st->r->spec,
                     it->key, st->items[lo].key);
             bad++;
         }
         for (size_t d = 0; d < st->ndirs; d++)
             if (!strcmp(st->dirs[d], it->rel)) {
-                problem(problems, "%s: key %s is an object and a directory marker %s/ too", st->r->spec, it->key,
+                jobs_problem(problems, "%s: key %s is an object and a directory marker %s/ too", st->r->spec, it->key,
                         it->rel);
                 bad++;
             }
         if (it->is_link && it->target) {
             if (link_escapes(it->rel, it->target)) {
-                problem(problems, "%s: key %s: symlink target \"%s\" leaves the tree", st->r->spec, it->key,
+                jobs_problem(problems, "%s: key %s: symlink target \"%s\" leaves the tree", st->r->spec, it->key,
                         it->target);
                 bad++;
             } else if (hfs3_manifest_check_path(it->rel) < 0) {
-                problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
+                jobs_problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
                 bad++;
             }
         } else if (hfs3_manifest_check_path(it->rel) < 0) {
-            problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
+            jobs_problem(problems, "%s: key %s: %s", st->r->spec, it->key, hfs3_errmsg());
             bad++;
         }
     }
@@ -660,7 +499,7 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
     hfs3_manifest *m = NULL;
     char *revision = NULL;
     item **queue = NULL;
-    progress pr = {.fn = o->progress, .ud = o->progress_ud};
+    jobs_progress pr = {.fn = o->progress, .ud = o->progress_ud};
     pthread_mutex_init(&pr.mu, NULL);
     int rc = hfs3_s3_new(r, NULL, &c);
     if (rc < 0)
@@ -697,7 +536,7 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
     for (size_t i = 0; i < st.n; i++)
         if (st.items[i].is_link)
             queue[nlinks++] = &st.items[i];
-    if ((rc = run_parallel(nlinks, 8, r, link_job, queue)) < 0)
+    if ((rc = jobs_run(nlinks, 8, r, link_job, queue)) < 0)
         goto done;
     if (check_conflicts(&st, problems)) {
         rc = -EINVAL;
@@ -730,7 +569,7 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
     for (size_t i = 0; i < nlocal; i++)
         pr.total += queue[i]->size;
     pr.files_total = nlocal;
-    if ((rc = run_parallel(nlocal, o->threads ? o->threads : hfs3_ncpu(), NULL, hash_local_job, &h)) < 0)
+    if ((rc = jobs_run(nlocal, o->threads ? o->threads : hfs3_ncpu(), NULL, hash_local_job, &h)) < 0)
         goto done;
     stats->from_local = nlocal;
     stats->bytes_hashed += pr.total;
@@ -762,7 +601,7 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
         }
     pr.phase = "hashing objects";
     pr.files_total = nremote;
-    if ((rc = run_parallel(nremote, o->threads ? o->threads : 8, r, hash_s3_job, &h)) < 0)
+    if ((rc = jobs_run(nremote, o->threads ? o->threads : 8, r, hash_s3_job, &h)) < 0)
         goto done;
     stats->from_s3 = nremote;
     stats->bytes_hashed += pr.total;
@@ -794,7 +633,7 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
     if (rc < 0)
         goto done;
     if ((rc = hfs3_manifest_finish(m)) < 0) {
-        problem(problems, "%s: the manifest would be rejected by readers: %s", r->spec, hfs3_errmsg());
+        jobs_problem(problems, "%s: the manifest would be rejected by readers: %s", r->spec, hfs3_errmsg());
         rc = -EINVAL;
         goto done;
     }
@@ -873,140 +712,3 @@ int hfs3_fetch_manifest(const hfs3_remote *r, hfs3_manifest **out, hfs3_buf *doc
     return rc;
 }
 
-/* ---- verify ---- */
-
-typedef struct verify_ctx {
-    const hfs3_remote *r;
-    const hfs3_entry **files;
-    char **keys;
-    char (*got)[65];
-    int *failed;
-    char **errors;
-    progress *pr;
-} verify_ctx;
-
-static int verify_job(void *ud, size_t i, hfs3_s3 *c)
-{
-    verify_ctx *v = ud;
-    int rc = hash_object(c, v->keys[i], NULL, v->files[i]->size, v->pr, v->got[i]);
-    if (rc < 0) {
-        v->failed[i] = 1;
-        v->errors[i] = hfs3_strdup(hfs3_errmsg());
-    }
-    return 0; /* one bad object must not stop the others from being checked */
-}
-
-int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hfs3_build_opts *o,
-                hfs3_buf *problems, size_t *checked)
-{
-    hfs3_s3 *c = NULL;
-    hfs3_s3_list list = {0};
-    size_t bad = 0, nfiles = 0;
-    char *lprefix = NULL;
-    verify_ctx v = {.r = r};
-    progress pr = {.fn = o ? o->progress : NULL, .ud = o ? o->progress_ud : NULL, .phase = "verifying"};
-    pthread_mutex_init(&pr.mu, NULL);
-    int rc = hfs3_s3_new(r, NULL, &c);
-    if (rc == 0 && *r->prefix && asprintf(&lprefix, "%s/", r->prefix) < 0)
-        rc = hfs3_err(-ENOMEM, "out of memory");
-    if (rc == 0)
-        rc = hfs3_s3_list_objects(c, lprefix ? lprefix : "", &list);
-    free(lprefix);
-    if (rc < 0)
-        goto done;
-    listed *objs = calloc(list.n + 1, sizeof *objs);
-    size_t *idx = calloc(list.n + 1, sizeof *idx);
-    v.files = calloc(m->n + 1, sizeof *v.files);
-    v.keys = calloc(m->n + 1, sizeof *v.keys);
-    if (!objs || !idx || !v.files || !v.keys) {
-        free(objs);
-        free(idx);
-        rc = hfs3_err(-ENOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < list.n; i++) {
-        objs[i].rel = list.v[i].key;
-        objs[i].size = i; /* index into the listing */
-    }
-    qsort(objs, list.n, sizeof *objs, cmp_listed);
-    for (size_t i = 0; i < m->n; i++) {
-        const hfs3_entry *e = &m->entries[i];
-        if (e->type == HFS3_DIR)
-            continue;
-        char rel[HFS3_MAX_PATH + 16];
-        snprintf(rel, sizeof rel, "%s%s", e->path, e->type == HFS3_SYMLINK ? LINK_SUFFIX : "");
-        char *key = hfs3_remote_key(r, rel);
-        if (!key) {
-            rc = hfs3_err(-ENOMEM, "out of memory");
-            break;
-        }
-        listed probe = {.rel = key};
-        listed *hit = bsearch(&probe, objs, list.n, sizeof *objs, cmp_listed);
-        const hfs3_s3_object *obj = hit ? &list.v[hit->size] : NULL;
-        if (checked)
-            (*checked)++;
-        if (!obj) {
-            problem(problems, "%s: %s: key %s is missing", r->spec, e->path, key);
-            bad++;
-        } else if (e->type == HFS3_SYMLINK) {
-            if (obj->size != strlen(e->target)) {
-                problem(problems, "%s: %s: link object %s has %llu bytes, target \"%s\" has %zu", r->spec,
-                        e->path, key, (unsigned long long)obj->size, e->target, strlen(e->target));
-                bad++;
-            }
-        } else if (obj->size != e->size) {
-            problem(problems, "%s: %s: key %s has %llu bytes, the manifest says %llu", r->spec, e->path, key,
-                    (unsigned long long)obj->size, (unsigned long long)e->size);
-            bad++;
-        } else if (e->etag && obj->etag && strcmp(e->etag, obj->etag)) {
-            problem(problems, "%s: %s: key %s has ETag %s, the manifest says %s (changed since the build)",
-                    r->spec, e->path, key, obj->etag, e->etag);
-            bad++;
-        } else if (deep) {
-            v.files[nfiles] = e;
-            v.keys[nfiles++] = key;
-            key = NULL;
-            pr.total += e->size;
-        }
-        free(key);
-    }
-    free(objs);
-    free(idx);
-    if (rc == 0 && deep && nfiles) {
-        v.got = calloc(nfiles, sizeof *v.got);
-        v.failed = calloc(nfiles, sizeof *v.failed);
-        v.errors = calloc(nfiles, sizeof *v.errors);
-        v.pr = &pr;
-        pr.files_total = nfiles;
-        if (!v.got || !v.failed || !v.errors)
-            rc = hfs3_err(-ENOMEM, "out of memory");
-        else
-            rc = run_parallel(nfiles, o && o->threads ? o->threads : 8, r, verify_job, &v);
-        for (size_t i = 0; rc == 0 && i < nfiles; i++) {
-            if (v.failed[i]) {
-                problem(problems, "%s: %s: %s", r->spec, v.files[i]->path, v.errors[i] ? v.errors[i] : "failed");
-                bad++;
-            } else if (strcmp(v.got[i], v.files[i]->sha256)) {
-                problem(problems, "%s: %s: sha256 of key %s is %s, the manifest says %s", r->spec, v.files[i]->path,
-                        v.keys[i], v.got[i], v.files[i]->sha256);
-                bad++;
-            }
-        }
-        for (size_t i = 0; v.errors && i < nfiles; i++)
-            free(v.errors[i]);
-    }
-    if (rc == 0 && bad)
-        rc = -EINVAL;
-done:
-    for (size_t i = 0; v.keys && i < nfiles; i++)
-        free(v.keys[i]);
-    free(v.keys);
-    free(v.files);
-    free(v.got);
-    free(v.failed);
-    free(v.errors);
-    hfs3_s3_list_free(&list);
-    hfs3_s3_free(c);
-    pthread_mutex_destroy(&pr.mu);
-    return rc;
-}

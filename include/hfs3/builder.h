@@ -1,7 +1,7 @@
 /* builder.h - what `hfs3-manifest build`, `show` and `verify` do, as library calls: list a remote, find each
  * file's sha256 (local files, LFS blob names, huggingface_hub bookkeeping, or streaming from S3, in parallel),
- * turn .rclonelink objects into symlinks, check the result, publish it; read a stored manifest back; check a
- * bucket against a manifest. Printing is the caller's. */
+ * turn .rclonelink objects into symlinks, check the result, publish it; read a stored manifest back.
+ * Printing is the caller's. (Checking a bucket against a manifest: verify.h.) */
 #ifndef HFS3_BUILDER_H
 #define HFS3_BUILDER_H
 
@@ -43,11 +43,5 @@ int hfs3_publish(const hfs3_remote *r, const hfs3_manifest *m, int *written);
 /* GETs and validates the stored manifest. *doc (optional) receives the raw document. -ENOENT when there
  * is none. */
 int hfs3_fetch_manifest(const hfs3_remote *r, hfs3_manifest **out, hfs3_buf *doc);
-
-/* Checks that every file and symlink of m exists in the bucket with the manifest's size and ETag; with deep,
- * streams each file and compares its sha256. Problems go to `problems` (one line each); returns -EINVAL when
- * there are any. */
-int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hfs3_build_opts *o,
-                hfs3_buf *problems, size_t *checked);
 
 #endif
