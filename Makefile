@@ -33,6 +33,9 @@ PROBE_BIN  := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/plain/%) \
               $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/fort/%)
 SHIM       := $(BUILD)/lib/libhfs3shim.so
 HELPER     := $(BUILD)/bin/hfs3-manifest
+# The end-to-end tests run the helper built with ASan + UBSan, so its error and free paths are checked too.
+HELPER_SAN := $(BUILD)/bin-san/hfs3-manifest
+HELPER_SOBJ := $(HELPER_SRC:%.c=$(BUILD)/san/%.o)
 # The shim: libc only, no large-file or fortify renaming (interposition.md), only the interposers exported.
 SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPIC -fvisibility=hidden -Iinclude \
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
@@ -64,6 +67,10 @@ $(BUILD)/prefix.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
 FORCE:
+
+$(HELPER_SAN): $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g $(SAN) -o $@ $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a $(LIBS)
 
 $(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)
@@ -97,7 +104,7 @@ deps:
 unit: $(UNIT_BIN) $(UNIT_SBIN)
 	@BUILD=$(BUILD) bash tests/run-unit.sh $(UNIT_BIN) $(UNIT_SBIN)
 
-e2e: all $(TOOL_BIN) $(PROBE_BIN)
+e2e: all $(HELPER_SAN) $(TOOL_BIN) $(PROBE_BIN)
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
 
 test: deps

@@ -27,6 +27,18 @@ static void errline(const char *msg) { fprintf(stderr, "hfs3-manifest: %s\n", ms
  * pipe the caller waits on to close) must not live as long as a background fetch. */
 static void close_other_fds(int keep)
 {
+    /* a caller may also have spawned us with 0-2 closed: the next files we open would take those numbers
+     * and an error message would land in a blob's temp file */
+    for (;;) {
+        int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            break;
+        if (fd > 2) {
+            close(fd);
+            break;
+        }
+        fcntl(fd, F_SETFD, 0);
+    }
     if (keep < 3) {
         if (close_range(3, ~0U, 0) == 0)
             return;

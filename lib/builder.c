@@ -141,6 +141,8 @@ static int meta_job(void *ud, size_t i, hfs3_s3 *c)
 static item *find_item(build_state *st, const char *rel)
 {
     item probe = {.rel = (char *)rel};
+    if (!st->n)
+        return NULL;
     return bsearch(&probe, st->items, st->n, sizeof *st->items, cmp_item);
 }
 
@@ -362,7 +364,7 @@ static int check_local(build_state *st, const hfs3_s3_list *list, hfs3_buf *prob
         objs[nobj].rel = rel;
         objs[nobj++].size = list->v[i].size;
     }
-    if (rc == 0)
+    if (rc == 0 && nobj)
         qsort(objs, nobj, sizeof *objs, cmp_listed);
     size_t bad = 0;
     for (size_t i = 0; rc == 0 && i < loc.n; i++) {
@@ -515,8 +517,10 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
         goto done;
     if ((rc = read_listing(&st, &list)) < 0)
         goto done;
-    qsort(st.items, st.n, sizeof *st.items, cmp_item);
-    qsort(st.dirs, st.ndirs, sizeof *st.dirs, cmp_str);
+    if (st.n)
+        qsort(st.items, st.n, sizeof *st.items, cmp_item);
+    if (st.ndirs)
+        qsort(st.dirs, st.ndirs, sizeof *st.dirs, cmp_str);
     if (st.n == 0 && st.ndirs == 0) {
         rc = hfs3_err(-ENOENT, "%s: no objects under s3://%s/%s", r->spec, r->bucket, r->prefix);
         goto done;

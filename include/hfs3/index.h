@@ -23,10 +23,60 @@ static inline void hfs3_mountkey(const char *remote, char out[17])
     out[16] = 0;
 }
 
+/* File layout (all little-endian, offsets from the start of the file, every section 8-byte aligned):
+ *   struct hfs3_index_header
+ *   struct hfs3_index_entry entries[n_entries]   entry 0 is the mount root (a dir, path ""), then the
+ *                                                manifest's entries in manifest (bytewise path) order
+ *   uint32_t children[n_children]                each dir's children: a contiguous run of entry numbers,
+ *                                                sorted bytewise by name
+ *   char strings[strings_len]                    NUL-terminated paths; a name is the tail of its path
+ * Beside the index, hfs3_index_install() keeps mount_dir/tree/: one real directory per manifest directory
+ * (directories only, never placeholder files), so that a chdir or a directory descriptor into a mount is a
+ * real kernel object. Directories are only ever added to it, so a process that mapped an older index still
+ * finds its directories. */
+#define HFS3_INDEX_MAGIC "HFS3IDX1"
+#define HFS3_INDEX_VERSION 1u
+#define HFS3_INDEX_NONE 0xffffffffu
+
+struct hfs3_index_header {
+    char magic[8];           /* HFS3_INDEX_MAGIC, no NUL */
+    uint32_t version;        /* HFS3_INDEX_VERSION */
+    uint32_t n_entries;      /* manifest entries + 1 (the root) */
+    uint64_t entries_off;
+    uint64_t children_off;
+    uint64_t strings_off;
+    uint64_t strings_len;
+    uint64_t file_size;      /* the whole file: a reader refuses a shorter one */
+    uint32_t n_children;
+    uint32_t layout;         /* 0 flat, 1 hf-cache */
+};
+
+enum { HFS3_IX_DIR = 1, HFS3_IX_FILE = 2, HFS3_IX_SYMLINK = 3 };
+
+struct hfs3_index_entry {
+    uint32_t type;           /* HFS3_IX_* */
+    uint32_t parent;         /* entry number of the parent dir (the root's parent is itself) */
+    uint32_t path_off;       /* into strings: the relative path, NUL-terminated ("" for the root) */
+    uint32_t path_len;
+    uint32_t name_off;       /* the last component (a tail of the path) */
+    uint32_t name_len;
+    uint32_t child_first;    /* dirs: first index into children[] */
+    uint32_t child_count;
+    uint32_t target_off;     /* symlinks: the target byte for byte, NUL-terminated */
+    uint32_t target_len;
+    uint32_t resolved;       /* symlinks: the final non-symlink entry, HFS3_INDEX_NONE if dangling */
+    uint32_t reserved;
+    uint64_t size;           /* files */
+    int64_t mtime;           /* files (0 when unknown) */
+    uint8_t sha256[32];      /* files */
+};
+
 #ifndef HFS3_SHIM_BUILD
 struct hfs3_manifest;
-/* Writes the index of m to path atomically (temp + rename). 0 or a negative errno with a message. */
-int hfs3_index_write_file(const struct hfs3_manifest *m, const char *path);
+/* Installs what the shim needs for manifest m into mount_dir (CACHE/mounts/<key>/): the index file,
+ * written atomically (temp + rename, so processes that mapped the old one keep it), and whatever else the
+ * shim reads beside it (e.g. a directory skeleton). 0 or a negative errno with a message. */
+int hfs3_index_install(const struct hfs3_manifest *m, const char *mount_dir);
 #endif
 
 #endif

@@ -5,7 +5,12 @@ set -u
 shopt -s nullglob
 cd "$(dirname "$0")/../.."
 export HFS3_ROOT=$PWD BUILD=${BUILD:-build}
-export HFS3_BIN=$PWD/$BUILD/bin/hfs3-manifest HFS3_SHIM=$PWD/$BUILD/lib/libhfs3shim.so
+# the helper under test is the sanitized build (E2E_PLAIN_HELPER=1 takes the plain one)
+if [ -n "${E2E_PLAIN_HELPER:-}" ]; then export HFS3_BIN=$PWD/$BUILD/bin/hfs3-manifest
+else export HFS3_BIN=$PWD/$BUILD/bin-san/hfs3-manifest; fi
+export HFS3_SHIM=$PWD/$BUILD/lib/libhfs3shim.so
+# leaks and UB in the helper fail the test that ran it; reports go to stderr, which the tests capture
+export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 pass=0 fail=0
 only=${E2E_ONLY:-}
 for t in tests/e2e/t_*.sh; do

@@ -1,0 +1,76 @@
+/* fetch.h - the parallel verified fetcher: one manifest file entry into CACHE/blobs/<sha256>, with N
+ * ranged GETs (If-Match the manifest's ETag) written into tmp/<sha256>.part, sha256 computed over the
+ * contiguous completed prefix while later ranges still arrive, resume of a killed fetch from
+ * tmp/<sha256>.done, and an atomic rename into blobs/ only after the hash matched. Memory is bounded by
+ * a few buffers per connection, whatever the file size. Locking: locks/<sha256>.lock (docs/internals.md). */
+#ifndef HFS3_FETCH_H
+#define HFS3_FETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hfs3/cache.h"
+#include "hfs3/config.h"
+
+#define HFS3_FETCH_DEFAULT_CONNECTIONS 8
+#define HFS3_FETCH_MAX_CONNECTIONS 64
+#define HFS3_FETCH_CHUNK (16u << 20)     /* the largest range one GET asks for */
+#define HFS3_FETCH_MIN_CHUNK (2u << 20)  /* ranges are not split below this (and smaller files: one GET) */
+
+/* What to fetch: a file entry of a manifest with its object key. */
+typedef struct hfs3_fetch_file {
+    const char *path;    /* manifest path, for messages */
+    const char *key;     /* object key */
+    uint64_t size;
+    const char *sha256;  /* 64 lowercase hex */
+    const char *etag;    /* may be NULL: no If-Match */
+} hfs3_fetch_file;
+
+/* Called with the number of bytes that just arrived (or were found done on resume); calls are
+ * serialized but may come from any thread. */
+typedef void (*hfs3_fetch_progress)(void *ud, uint64_t bytes);
+
+typedef struct hfs3_fetch_opts {
+    int connections;      /* 0: HFS3_CONNECTIONS, else HFS3_FETCH_DEFAULT_CONNECTIONS */
+    uint64_t chunk_size;  /* 0: planned from the size (hfs3_fetch_plan) */
+    int lock_fd;          /* >= 0: locks/<sha>.lock is already held through it; -1: lock here */
+    int nonblock;         /* 1: -EWOULDBLOCK when another process holds the lock (it will finish) */
+    hfs3_fetch_progress progress;
+    void *progress_ud;
+} hfs3_fetch_opts;
+
+/* Results besides the return code. */
+typedef struct hfs3_fetch_result {
+    int cached;               /* 1: blobs/<sha> was already there */
+    uint64_t bytes_fetched;   /* bytes downloaded by this call */
+    uint64_t bytes_resumed;   /* bytes of a killed fetch reused from tmp/ */
+} hfs3_fetch_result;
+
+/* Fetches f into c's blobs/<f->sha256>. 0 when the blob exists at the end (res->cached says whether it
+ * was already there). Errors: -EWOULDBLOCK (nonblock and busy: nothing written), otherwise a negative errno
+ * with a one-line message naming the remote, the path and the cause (-ESTALE: the object changed since the
+ * manifest was built; -EBADMSG: sha256 mismatch; -ENOSPC ...; -ENETDOWN: HFS3_OFFLINE=1 and not cached),
+ * also written to fails/<sha>.err; nothing is left in tmp/ or blobs/. res and o may be NULL. */
+int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
+               hfs3_fetch_result *res);
+
+/* The range plan of a file: *chunk bytes per range (the last one shorter) and *nchunks ranges, and the
+ * number of connections worth opening (<= conns, <= nchunks). A file no larger than HFS3_FETCH_MIN_CHUNK
+ * (or size 0) is one range, fetched by one plain GET. chunk_hint 0: chunks of HFS3_FETCH_CHUNK, shrunk
+ * (not below HFS3_FETCH_MIN_CHUNK, in whole MiB) so that every connection gets one. */
+void hfs3_fetch_plan(uint64_t size, int conns, uint64_t chunk_hint, uint64_t *chunk, uint32_t *nchunks,
+                     int *nthreads);
+
+/* The tmp/<sha>.done sidecar. Its first line pins the plan ("hfs3-done 1 SIZE CHUNK\n"), then one
+ * completed chunk number per line. Parses text (n bytes) into done[0..nchunks) (1 = complete):
+ * returns the number of complete chunks, or -EINVAL when the header does not match size and chunk
+ * (start over). A torn last line (no newline) and out-of-range numbers are ignored. */
+int hfs3_fetch_parse_done(const char *text, size_t n, uint64_t size, uint64_t chunk, uint32_t nchunks,
+                          unsigned char *done);
+/* The header line for a plan, into out (at least 64 bytes). */
+void hfs3_fetch_done_header(uint64_t size, uint64_t chunk, char *out, size_t outn);
+
+/* The connection count the environment asks for: HFS3_CONNECTIONS (1..HFS3_FETCH_MAX_CONNECTIONS) or
+ * the default. */
+int hfs3_fetch_connections(void);
+
+#endif

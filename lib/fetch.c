@@ -1,0 +1,543 @@
+/* fetch.c - the parallel verified fetcher: one file entry into CACHE/blobs/<sha256>. Worker threads (one
+ * hfs3_s3 connection each) take ranges in order and pwrite them into tmp/<sha>.part; the calling thread
+ * hashes the contiguous completed prefix from the file (page cache) while later ranges still arrive;
+ * completed range numbers go to tmp/<sha>.done so a killed fetch resumes. Nothing reaches blobs/ before
+ * its sha256 matched. Not here: the cache rules and locks (cache.c), HTTP and retries (s3.c). */
+#include "hfs3/fetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hfs3/log.h"
+#include "hfs3/s3.h"
+#include "hfs3/util.h"
+
+#define HASH_BUF (1u << 20)
+#define MIN_HINT (64u << 10)
+
+enum { CH_TODO = 0, CH_BUSY = 1, CH_DONE = 2 };
+
+int hfs3_fetch_connections(void)
+{
+    const char *v = getenv("HFS3_CONNECTIONS");
+    if (v && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end == 0 && n >= 1 && n <= HFS3_FETCH_MAX_CONNECTIONS)
+            return (int)n;
+        hfs3_warn("HFS3_CONNECTIONS=%s is not a number from 1 to %d; using %d", v, HFS3_FETCH_MAX_CONNECTIONS,
+                  HFS3_FETCH_DEFAULT_CONNECTIONS);
+    }
+    return HFS3_FETCH_DEFAULT_CONNECTIONS;
+}
+
+void hfs3_fetch_plan(uint64_t size, int conns, uint64_t chunk_hint, uint64_t *chunk, uint32_t *nchunks,
+                     int *nthreads)
+{
+    if (conns < 1)
+        conns = 1;
+    if (size == 0) {
+        *chunk = 0;
+        *nchunks = 0;
+        *nthreads = 0;
+        return;
+    }
+    uint64_t c;
+    if (chunk_hint) {
+        c = chunk_hint < MIN_HINT ? MIN_HINT : chunk_hint;
+    } else if (size <= HFS3_FETCH_MIN_CHUNK) {
+        c = size;
+    } else {
+        c = HFS3_FETCH_CHUNK;
+        uint64_t per = (size + (uint64_t)conns - 1) / (uint64_t)conns;
+        per = (per + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+        if (per < c)
+            c = per < HFS3_FETCH_MIN_CHUNK ? HFS3_FETCH_MIN_CHUNK : per;
+    }
+    uint64_t n = (size + c - 1) / c;
+    *chunk = c;
+    *nchunks = (uint32_t)n;
+    *nthreads = n < (uint64_t)conns ? (int)n : conns;
+}
+
+void hfs3_fetch_done_header(uint64_t size, uint64_t chunk, char *out, size_t outn)
+{
+    snprintf(out, outn, "hfs3-done 1 %" PRIu64 " %" PRIu64 "\n", size, chunk);
+}
+
+int hfs3_fetch_parse_done(const char *text, size_t n, uint64_t size, uint64_t chunk, uint32_t nchunks,
+                          unsigned char *done)
+{
+    char hdr[96];
+    hfs3_fetch_done_header(size, chunk, hdr, sizeof hdr);
+    size_t hl = strlen(hdr);
+    if (n < hl || memcmp(text, hdr, hl) != 0)
+        return hfs3_err(-EINVAL, "resume sidecar does not match this file's plan");
+    memset(done, 0, nchunks);
+    int count = 0;
+    size_t i = hl;
+    while (i < n) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        if (!nl)
+            break; /* torn by a kill mid-write: that chunk is simply not done */
+        uint64_t v = 0;
+        int ok = nl > text + i && nl - (text + i) <= 10;
+        for (const char *p = text + i; ok && p < nl; p++) {
+            if (*p < '0' || *p > '9')
+                ok = 0;
+            else
+                v = v * 10 + (uint64_t)(*p - '0');
+        }
+        if (ok && v < nchunks && !done[v]) {
+            done[v] = 1;
+            count++;
+        }
+        i = (size_t)(nl - text) + 1;
+    }
+    return count;
+}
+
+typedef struct fetch_job {
+    const hfs3_cache *c;
+    const hfs3_remote *r;
+    const hfs3_fetch_file *f;
+    const hfs3_fetch_opts *o;
+    int fd, done_fd;
+    uint64_t chunk;
+    uint32_t nchunks, next;
+    unsigned char *state;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int err;
+    char errmsg[1024];
+    uint64_t fetched;
+} fetch_job;
+
+typedef struct chunk_sink {
+    fetch_job *j;
+    uint64_t off, end;
+} chunk_sink;
+
+/* Records the first failure (the message is per-thread: copy it to the job) and wakes the hasher. */
+static void job_fail(fetch_job *j, int rc)
+{
+    pthread_mutex_lock(&j->mu);
+    if (!j->err) {
+        j->err = rc;
+        snprintf(j->errmsg, sizeof j->errmsg, "%s", hfs3_errmsg());
+    }
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int chunk_write(void *ud, const void *data, size_t n)
+{
+    chunk_sink *s = ud;
+    fetch_job *j = s->j;
+    if (n > s->end - s->off)
+        return hfs3_err(-EIO, "object is larger than the manifest's %" PRIu64 " bytes", j->f->size);
+    const char *p = data;
+    size_t left = n;
+    while (left) {
+        ssize_t w = pwrite(j->fd, p, left, (off_t)s->off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return hfs3_err(-errno, "writing %s/tmp/%s.part: %s", j->c->dir, j->f->sha256, strerror(errno));
+        p += w;
+        left -= (size_t)w;
+        s->off += (uint64_t)w;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->fetched += n;
+    if (j->o->progress)
+        j->o->progress(j->o->progress_ud, n);
+    int stop = j->err;
+    pthread_mutex_unlock(&j->mu);
+    /* another range failed: stop this one too rather than finish a download that will be thrown away */
+    return stop ? -ECANCELED : 0;
+}
+
+static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i)
+{
+    uint64_t off = (uint64_t)i * j->chunk;
+    uint64_t len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
+    chunk_sink s = {j, off, off + len};
+    hfs3_s3_get g = {0};
+    g.ranged = j->nchunks > 1;
+    g.offset = off;
+    g.length = len;
+    g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
+    int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
+    free(g.etag);
+    if (rc == -ECANCELED)
+        return rc;
+    if (rc == -ESTALE)
+        return hfs3_err(rc, "object changed since the manifest was built (If-Match %s failed: HTTP 412)",
+                        g.if_match ? g.if_match : "");
+    if (rc < 0)
+        return rc;
+    if (s.off != s.end)
+        return hfs3_err(-EIO, "object is shorter than the manifest's %" PRIu64 " bytes (range at %" PRIu64
+                        " ended after %" PRIu64 " of %" PRIu64 " bytes)",
+                        j->f->size, off, s.off - off, len);
+    return 0;
+}
+
+static void *worker(void *arg)
+{
+    fetch_job *j = arg;
+    hfs3_s3 *s3 = NULL;
+    int rc = hfs3_s3_new(j->r, NULL, &s3);
+    if (rc < 0) {
+        job_fail(j, rc);
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        while (j->next < j->nchunks && j->state[j->next] != CH_TODO)
+            j->next++;
+        if (j->err || j->next >= j->nchunks) {
+            pthread_mutex_unlock(&j->mu);
+            break;
+        }
+        uint32_t i = j->next++;
+        j->state[i] = CH_BUSY;
+        pthread_mutex_unlock(&j->mu);
+        rc = fetch_chunk(j, s3, i);
+        if (rc < 0) {
+            if (rc != -ECANCELED)
+                job_fail(j, rc);
+            break;
+        }
+        char line[16];
+        int ln = snprintf(line, sizeof line, "%u\n", i);
+        pthread_mutex_lock(&j->mu);
+        /* a lost line only costs a re-download of that chunk on resume */
+        if (j->done_fd >= 0 && write(j->done_fd, line, (size_t)ln) != ln)
+            hfs3_debug("%s: resume sidecar write failed", j->f->path);
+        j->state[i] = CH_DONE;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+    hfs3_s3_free(s3);
+    return NULL;
+}
+
+/* Hashes the file's chunks in order as they complete. 0 and hex set, or the job's error. */
+static int hash_in_order(fetch_job *j, char hex[65])
+{
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    char *buf = malloc(HASH_BUF);
+    int rc = 0;
+    if (!h || !buf) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        job_fail(j, rc);
+        goto out;
+    }
+    for (uint32_t i = 0; i < j->nchunks; i++) {
+        pthread_mutex_lock(&j->mu);
+        while (j->state[i] != CH_DONE && !j->err)
+            pthread_cond_wait(&j->cv, &j->mu);
+        rc = j->err;
+        pthread_mutex_unlock(&j->mu);
+        if (rc)
+            goto out;
+        uint64_t off = (uint64_t)i * j->chunk;
+        uint64_t end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
+        while (off < end) {
+            size_t want = end - off < HASH_BUF ? (size_t)(end - off) : HASH_BUF;
+            ssize_t got = pread(j->fd, buf, want, (off_t)off);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0) {
+                rc = hfs3_err(got < 0 ? -errno : -EIO, "reading back %s/tmp/%s.part: %s", j->c->dir, j->f->sha256,
+                              got < 0 ? strerror(errno) : "unexpected end of file");
+                job_fail(j, rc);
+                goto out;
+            }
+            hfs3_sha256_update(h, buf, (size_t)got);
+            off += (uint64_t)got;
+        }
+    }
+    unsigned char md[32];
+    hfs3_sha256_final(h, md);
+    hfs3_hex(md, 32, hex);
+out:
+    free(buf);
+    if (h)
+        hfs3_sha256_free(h);
+    return rc;
+}
+
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+/* Reads tmp/<sha>.done for a resume. Returns the number of done chunks (0: start over). */
+static int load_resume(fetch_job *j, const char *part, const char *donep)
+{
+    struct stat st;
+    if (stat(part, &st) < 0 || (uint64_t)st.st_size != j->f->size)
+        return 0;
+    char *text = NULL;
+    size_t n = 0;
+    /* the dead fetch's range size wins (it may have run with other settings): its header says it */
+    if (hfs3_read_file(donep, 64u << 20, &text, &n) < 0)
+        return 0;
+    unsigned long long size = 0, chunk = 0;
+    int rc = 0;
+    if (sscanf(text, "hfs3-done 1 %llu %llu\n", &size, &chunk) == 2 && size == j->f->size && chunk >= MIN_HINT &&
+        (size + chunk - 1) / chunk <= UINT32_MAX) {
+        uint32_t nchunks = (uint32_t)((size + chunk - 1) / chunk);
+        unsigned char *st2 = calloc(nchunks, 1);
+        if (st2) {
+            rc = hfs3_fetch_parse_done(text, n, size, chunk, nchunks, st2);
+            if (rc > 0) {
+                free(j->state);
+                j->state = st2;
+                j->chunk = chunk;
+                j->nchunks = nchunks;
+            } else {
+                free(st2);
+            }
+        }
+    }
+    free(text);
+    return rc > 0 ? rc : 0;
+}
+
+/* One attempt under the lock. allow_resume: use a dead fetch's temp file. *resumed_out: chunks reused. */
+static int fetch_attempt(fetch_job *j, const char *part, const char *donep, const char *blob, int allow_resume,
+                         int nthreads, hfs3_fetch_result *res, int *resumed_out)
+{
+    int rc = 0;
+    int resumed = 0;
+    pthread_t *tids = NULL;
+    int started = 0;
+    j->state = calloc(j->nchunks ? j->nchunks : 1, 1);
+    if (!j->state)
+        return hfs3_err(-ENOMEM, "out of memory");
+    if (allow_resume)
+        resumed = load_resume(j, part, donep);
+    if (!resumed) {
+        unlink(part);
+        unlink(donep);
+    } else {
+        for (uint32_t i = 0; i < j->nchunks; i++)
+            j->state[i] = j->state[i] ? CH_DONE : CH_TODO;
+        hfs3_info("%s: resuming %d of %u ranges from a killed fetch", j->f->path, resumed, j->nchunks);
+    }
+    *resumed_out = resumed;
+    j->fd = hfs3_cache_create(part, O_RDWR, j->c->file_mode);
+    if (j->fd < 0) {
+        rc = j->fd;
+        goto out;
+    }
+    if (!resumed) {
+        int e = posix_fallocate(j->fd, 0, (off_t)j->f->size);
+        if (e == EOPNOTSUPP || e == EINVAL)
+            e = ftruncate(j->fd, (off_t)j->f->size) < 0 ? errno : 0;
+        if (e) {
+            rc = hfs3_err(-e, "%s/tmp: cannot reserve %" PRIu64 " bytes: %s", j->c->dir, j->f->size, strerror(e));
+            goto out;
+        }
+    }
+    if (j->nchunks > 1) {
+        j->done_fd = hfs3_cache_create(donep, O_WRONLY | O_APPEND, j->c->file_mode);
+        if (j->done_fd >= 0 && !resumed) {
+            char hdr[96];
+            hfs3_fetch_done_header(j->f->size, j->chunk, hdr, sizeof hdr);
+            if (ftruncate(j->done_fd, 0) < 0 || write(j->done_fd, hdr, strlen(hdr)) != (ssize_t)strlen(hdr)) {
+                close(j->done_fd);
+                j->done_fd = -1;
+                unlink(donep);
+            }
+        }
+    }
+    if (resumed && j->o->progress) {
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < j->nchunks; i++)
+            if (j->state[i] == CH_DONE)
+                bytes += i + 1 == j->nchunks ? j->f->size - (uint64_t)i * j->chunk : j->chunk;
+        j->o->progress(j->o->progress_ud, bytes);
+        res->bytes_resumed += bytes;
+    }
+    int todo = (int)j->nchunks - resumed;
+    if (nthreads > todo)
+        nthreads = todo;
+    tids = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *tids);
+    if (!tids) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (; started < nthreads; started++) {
+        int e = pthread_create(&tids[started], NULL, worker, j);
+        if (e) {
+            if (started == 0) {
+                rc = hfs3_err(-e, "pthread_create: %s", strerror(e));
+                goto out;
+            }
+            break; /* fewer connections still finish the file */
+        }
+    }
+    char hex[65];
+    rc = hash_in_order(j, hex);
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    started = 0;
+    if (rc) {
+        hfs3_err(rc, "%s", j->errmsg);
+        goto out;
+    }
+    if (strcmp(hex, j->f->sha256) != 0) {
+        rc = hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s", j->f->path, j->f->sha256, hex);
+        goto out;
+    }
+    if (fchmod(j->fd, j->c->blob_mode) < 0 || fsync(j->fd) < 0) {
+        rc = hfs3_err(-errno, "%s: %s", part, strerror(errno));
+        goto out;
+    }
+    if (rename(part, blob) < 0) {
+        rc = hfs3_err(-errno, "rename %s to %s: %s", part, blob, strerror(errno));
+        goto out;
+    }
+out:
+    for (int t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    free(tids);
+    if (j->fd >= 0)
+        close(j->fd);
+    j->fd = -1;
+    if (j->done_fd >= 0)
+        close(j->done_fd);
+    j->done_fd = -1;
+    free(j->state);
+    j->state = NULL;
+    res->bytes_fetched += j->fetched;
+    j->fetched = 0;
+    j->err = 0;
+    j->next = 0;
+    if (rc < 0)
+        unlink(part);
+    unlink(donep);
+    return rc;
+}
+
+static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f, const char *part, const char *blob)
+{
+    char hex[65];
+    hfs3_sha256_hexof("", 0, hex);
+    if (strcmp(hex, f->sha256) != 0)
+        return hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s (the manifest says 0 bytes)", f->path,
+                        f->sha256, hex);
+    int fd = hfs3_cache_create(part, O_WRONLY | O_TRUNC, c->file_mode);
+    if (fd < 0)
+        return fd;
+    int rc = 0;
+    if (fchmod(fd, c->blob_mode) < 0 || fsync(fd) < 0)
+        rc = hfs3_err(-errno, "%s: %s", part, strerror(errno));
+    close(fd);
+    if (!rc && rename(part, blob) < 0)
+        rc = hfs3_err(-errno, "rename %s to %s: %s", part, blob, strerror(errno));
+    if (rc)
+        unlink(part);
+    return rc;
+}
+
+int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
+               hfs3_fetch_result *res)
+{
+    static const hfs3_fetch_opts defaults = {.lock_fd = -1};
+    hfs3_fetch_result dummy;
+    if (!o)
+        o = &defaults;
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof *res);
+    if (!hfs3_is_sha256_hex(f->sha256))
+        return hfs3_err(-EINVAL, "%s: %s: malformed sha256", r->spec, f->path);
+    int rc = 0, lock_fd = -1;
+    char *blob = hfs3_cache_path(c, "blobs", f->sha256, NULL);
+    char *part = hfs3_cache_path(c, "tmp", f->sha256, ".part");
+    char *donep = hfs3_cache_path(c, "tmp", f->sha256, ".done");
+    char *lockp = hfs3_cache_path(c, "locks", f->sha256, ".lock");
+    char *errp = hfs3_cache_path(c, "fails", f->sha256, ".err");
+    if (!blob || !part || !donep || !lockp || !errp) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    if (access(blob, F_OK) == 0) {
+        res->cached = 1;
+        goto out;
+    }
+    if (o->lock_fd < 0) {
+        rc = hfs3_cache_lock(c, lockp, o->nonblock, &lock_fd, NULL);
+        if (rc == -EWOULDBLOCK)
+            goto out;
+        if (rc < 0)
+            goto failed;
+        if (access(blob, F_OK) == 0) {
+            res->cached = 1;
+            goto out;
+        }
+    }
+    const char *off = getenv("HFS3_OFFLINE");
+    if (off && !strcmp(off, "1") && f->size > 0) {
+        rc = hfs3_err(-ENETDOWN, "HFS3_OFFLINE=1 and the file is not in the cache");
+        goto failed;
+    }
+    if (f->size == 0) {
+        rc = fetch_empty(c, f, part, blob);
+    } else {
+        fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1};
+        int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
+        int nthreads;
+        hfs3_fetch_plan(f->size, conns, o->chunk_size, &j.chunk, &j.nchunks, &nthreads);
+        pthread_mutex_init(&j.mu, NULL);
+        pthread_cond_init(&j.cv, NULL);
+        int resumed = 0;
+        rc = fetch_attempt(&j, part, donep, blob, 1, nthreads, res, &resumed);
+        if (rc == -EBADMSG && resumed) {
+            /* the reused bytes may be from another version of the object: once more from scratch */
+            hfs3_warn("%s: %s; fetching it again from the start", r->spec, hfs3_errmsg());
+            rc = fetch_attempt(&j, part, donep, blob, 0, nthreads, res, &resumed);
+        }
+        pthread_cond_destroy(&j.cv);
+        pthread_mutex_destroy(&j.mu);
+    }
+    if (rc < 0)
+        goto failed;
+    {
+        char *bdir = hfs3_cache_path(c, "blobs", NULL, NULL);
+        if (bdir)
+            (void)fsync_dir(bdir);
+        free(bdir);
+    }
+    unlink(errp);
+    goto out;
+failed:
+    hfs3_err_wrap(rc, "%s: %s", r->spec, f->path);
+    hfs3_cache_write_line(c, errp, hfs3_errmsg());
+out:
+    hfs3_cache_unlock(lock_fd);
+    free(blob);
+    free(part);
+    free(donep);
+    free(lockp);
+    free(errp);
+    return rc;
+}

@@ -1,0 +1,203 @@
+/* index.c - writes the binary index of a manifest (include/hfs3/index.h) and the directory skeleton the
+ * shim presents mount directories with (mount_dir/tree/). Owns the writer only: the reader is in shim/,
+ * fetching and validating manifests is manifest.c's and cache.c's. */
+#include "hfs3/index.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hfs3/manifest.h"
+#include "hfs3/util.h"
+
+/* qsort_r context: bytewise order of two children by name. */
+struct sort_ctx {
+    const struct hfs3_index_entry *ents;
+    const char *strs;
+};
+
+static int by_name_ctx(const void *a, const void *b, void *arg)
+{
+    const struct sort_ctx *c = arg;
+    const struct hfs3_index_entry *x = &c->ents[*(const uint32_t *)a], *y = &c->ents[*(const uint32_t *)b];
+    return strcmp(c->strs + x->name_off, c->strs + y->name_off);
+}
+
+/* Entry number of path's parent directory: 0 (the root) for a top-level path. */
+static int parent_of(const hfs3_manifest *m, const char *path, uint32_t *out)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        *out = 0;
+        return 0;
+    }
+    char buf[HFS3_MAX_PATH + 1];
+    size_t n = (size_t)(slash - path);
+    if (n > HFS3_MAX_PATH)
+        return hfs3_err(-ENAMETOOLONG, "index: \"%s\": path too long", path);
+    memcpy(buf, path, n);
+    buf[n] = 0;
+    const hfs3_entry *p = hfs3_manifest_find(m, buf);
+    if (!p || p->type != HFS3_DIR)
+        return hfs3_err(-EINVAL, "index: \"%s\": parent is not a directory", path);
+    *out = (uint32_t)(p - m->entries) + 1;
+    return 0;
+}
+
+/* Builds the index bytes of m into out. */
+static int build(const hfs3_manifest *m, hfs3_buf *out)
+{
+    size_t n = m->n + 1, strings_len = 1;
+    for (size_t i = 0; i < m->n; i++) {
+        strings_len += strlen(m->entries[i].path) + 1;
+        if (m->entries[i].type == HFS3_SYMLINK)
+            strings_len += strlen(m->entries[i].target ? m->entries[i].target : "") + 1;
+    }
+    if (n > HFS3_MAX_ENTRIES + 1 || strings_len > UINT32_MAX)
+        return hfs3_err(-E2BIG, "index: manifest too large");
+    struct hfs3_index_entry *ents = calloc(n, sizeof *ents);
+    uint32_t *kids = calloc(n, sizeof *kids);
+    uint32_t *fill = calloc(n, sizeof *fill);
+    char *strs = malloc(strings_len);
+    int rc = 0;
+    if (!ents || !kids || !fill || !strs) {
+        rc = hfs3_err(-ENOMEM, "index: out of memory");
+        goto out;
+    }
+    size_t so = 0;
+    strs[so++] = 0;
+    ents[0].type = HFS3_IX_DIR;
+    ents[0].resolved = HFS3_INDEX_NONE;
+    for (size_t i = 0; i < m->n; i++) {
+        const hfs3_entry *e = &m->entries[i];
+        struct hfs3_index_entry *x = &ents[i + 1];
+        x->type = e->type == HFS3_DIR ? HFS3_IX_DIR : e->type == HFS3_FILE ? HFS3_IX_FILE : HFS3_IX_SYMLINK;
+        if ((rc = parent_of(m, e->path, &x->parent)) < 0)
+            goto out;
+        size_t pl = strlen(e->path);
+        const char *slash = strrchr(e->path, '/');
+        size_t nl = slash ? pl - (size_t)(slash - e->path) - 1 : pl;
+        x->path_off = (uint32_t)so;
+        x->path_len = (uint32_t)pl;
+        x->name_off = (uint32_t)(so + pl - nl);
+        x->name_len = (uint32_t)nl;
+        memcpy(strs + so, e->path, pl + 1);
+        so += pl + 1;
+        x->resolved = HFS3_INDEX_NONE;
+        if (e->type == HFS3_FILE) {
+            x->size = e->size;
+            x->mtime = e->mtime;
+            if (hfs3_unhex(e->sha256, x->sha256, 32) < 0) {
+                rc = hfs3_err(-EINVAL, "index: \"%s\": bad sha256", e->path);
+                goto out;
+            }
+        } else if (e->type == HFS3_SYMLINK) {
+            const char *t = e->target ? e->target : "";
+            size_t tl = strlen(t);
+            x->target_off = (uint32_t)so;
+            x->target_len = (uint32_t)tl;
+            memcpy(strs + so, t, tl + 1);
+            so += tl + 1;
+            const hfs3_entry *fin = NULL;
+            int r = hfs3_manifest_resolve(m, e, &fin);
+            if (r == 0)
+                x->resolved = fin ? (uint32_t)(fin - m->entries) + 1 : 0;
+            else if (r != -ENOENT) {
+                rc = hfs3_err_wrap(r, "index: \"%s\"", e->path);
+                goto out;
+            }
+        }
+        ents[x->parent].child_count++;
+    }
+    /* children runs: prefix sums, then fill in manifest order and sort each run by name */
+    uint32_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        ents[i].child_first = at;
+        at += ents[i].child_count;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint32_t p = ents[i].parent;
+        kids[ents[p].child_first + fill[p]++] = (uint32_t)i;
+    }
+    struct sort_ctx ctx = {ents, strs};
+    for (size_t i = 0; i < n; i++)
+        if (ents[i].child_count > 1)
+            qsort_r(kids + ents[i].child_first, ents[i].child_count, sizeof *kids, by_name_ctx, &ctx);
+
+    struct hfs3_index_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, HFS3_INDEX_MAGIC, 8);
+    h.version = HFS3_INDEX_VERSION;
+    h.n_entries = (uint32_t)n;
+    h.n_children = (uint32_t)(n - 1);
+    h.entries_off = sizeof h;
+    h.children_off = h.entries_off + n * sizeof *ents;
+    h.strings_off = (h.children_off + (n - 1) * sizeof *kids + 7) & ~(uint64_t)7;
+    h.strings_len = so;
+    h.file_size = h.strings_off + so;
+    h.layout = m->layout && !strcmp(m->layout, "hf-cache") ? 1 : 0;
+    static const char zeros[8];
+    if ((rc = hfs3_buf_add(out, &h, sizeof h)) < 0 || (rc = hfs3_buf_add(out, ents, n * sizeof *ents)) < 0 ||
+        (rc = hfs3_buf_add(out, kids, (n - 1) * sizeof *kids)) < 0 ||
+        (rc = hfs3_buf_add(out, zeros, h.strings_off - out->len)) < 0 ||
+        (rc = hfs3_buf_add(out, strs, so)) < 0) {
+        hfs3_err(rc, "index: out of memory");
+        goto out;
+    }
+out:
+    free(ents);
+    free(kids);
+    free(fill);
+    free(strs);
+    return rc;
+}
+
+/* Creates mount_dir/tree and one directory per dir entry (parents come first in manifest order). */
+static int make_tree(const hfs3_manifest *m, const char *mount_dir, int mode)
+{
+    char p[HFS3_MAX_PATH + 512];
+    int n = snprintf(p, sizeof p, "%s/tree", mount_dir);
+    if (n < 0 || (size_t)n >= sizeof p)
+        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
+    if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
+        return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->entries[i].type != HFS3_DIR)
+            continue;
+        int k = snprintf(p + n, sizeof p - (size_t)n, "/%s", m->entries[i].path);
+        if (k < 0 || (size_t)k >= sizeof p - (size_t)n)
+            return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", m->entries[i].path);
+        if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
+            return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
+        p[n] = 0;
+    }
+    return 0;
+}
+
+int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
+{
+    struct stat st;
+    if (stat(mount_dir, &st) < 0)
+        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
+    /* a shared cache (group-writable, setgid) keeps group access; a private one stays private */
+    int shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
+    int rc = make_tree(m, mount_dir, shared ? 02770 : 0700);
+    if (rc < 0)
+        return rc;
+    hfs3_buf b;
+    hfs3_buf_init(&b, (size_t)1 << 31);
+    if ((rc = build(m, &b)) < 0) {
+        hfs3_buf_free(&b);
+        return rc;
+    }
+    char p[HFS3_MAX_PATH + 64];
+    if (snprintf(p, sizeof p, "%s/index", mount_dir) >= (int)sizeof p) {
+        hfs3_buf_free(&b);
+        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
+    }
+    rc = hfs3_write_file_atomic(p, b.data, b.len, shared ? 0440 : 0400);
+    hfs3_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,148 @@
+/* shim.h - internals shared by the shim's .c files (all hidden: -fvisibility=hidden; only interposers in wrap.c and
+ * dir.c are exported). libc only: no other hfs3 header but index.h. */
+#ifndef HFS3_SHIM_H
+#define HFS3_SHIM_H
+
+#define HFS3_SHIM_BUILD 1
+#include "hfs3/index.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+
+#define SH_EXPORT __attribute__((visibility("default")))
+#define SH_PATH 4096
+#define SH_MAX_MOUNTS 16
+#define SH_MAX_HOPS 40
+#define SH_FD_MAX 16384
+
+/* The real libc functions, resolved once with dlsym(RTLD_NEXT). */
+struct sh_real {
+    int (*open)(const char *, int, ...);
+    int (*openat)(int, const char *, int, ...);
+    int (*close)(int);
+    int (*stat)(const char *, struct stat *);
+    int (*lstat)(const char *, struct stat *);
+    int (*fstat)(int, struct stat *);
+    int (*fstatat)(int, const char *, struct stat *, int);
+    ssize_t (*readlink)(const char *, char *, size_t);
+    char *(*getcwd)(char *, size_t);
+    int (*chdir)(const char *);
+    int (*mkdir)(const char *, mode_t);
+    int (*statfs)(const char *, struct statfs *);
+    char *(*realpath)(const char *, char *);
+    int (*access)(const char *, int);
+    int (*fcntl)(int, int, ...);
+};
+extern struct sh_real sh_r;
+/* Looks up a real symbol (cached by the caller in a static pointer). */
+void *sh_sym(const char *name);
+#define REAL(name, type)                                                                                    \
+    ({                                                                                                      \
+        static __typeof__(type) p_;                                                                             \
+        __typeof__(type) q_ = __atomic_load_n(&p_, __ATOMIC_RELAXED);                                                   \
+        if (!q_) {                                                                                          \
+            q_ = (type)sh_sym(#name);                                                                       \
+            __atomic_store_n(&p_, q_, __ATOMIC_RELAXED);                                                    \
+        }                                                                                                   \
+        q_;                                                                                                 \
+    })
+
+struct sh_mount {
+    char path[SH_PATH];        /* normalised local path, no trailing '/' */
+    size_t len;
+    char remote[1024];
+    char key[17];
+    char dir[SH_PATH];         /* CACHE/mounts/<key> */
+    int state;                 /* atomic: 0 not loaded, 1 loading, 2 loaded */
+    int broken;                /* loaded but no index: inside fails with EIO */
+    int prefetched;
+    const struct hfs3_index_header *ix;
+    size_t ixlen;
+    const struct hfs3_index_entry *ents;
+    const uint32_t *kids;
+    const char *strs;
+    dev_t dev;                 /* st_dev given to files (the tree's device) */
+    time_t mtime;              /* the index's mtime: the time of symlinks, which the manifest does not keep */
+};
+extern struct sh_mount sh_mounts[SH_MAX_MOUNTS];
+extern int sh_nmounts;
+extern char sh_cache[SH_PATH];
+
+enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };
+struct sh_loc {
+    int kind;
+    int m;                     /* mount (L_MNT; for L_ANC the first mount below it) */
+    int slash;                 /* the spelling ended in '/': the result must be a directory */
+    const char *rel;           /* L_MNT: the path inside the mount ("" for its root), points into path */
+    char path[SH_PATH];        /* normalised absolute logical path */
+};
+
+/* fd table kinds */
+enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };
+
+void sh_init(void);
+int sh_in_vfork(void);
+/* After a successful chdir/fchdir: the cwd must be looked at again. */
+void sh_cwd_changed(void);
+/* errno-preserving return: r < 0 sets errno = -r and gives -1; else errno = saved and gives r. */
+static inline int sh_ret(int r, int saved)
+{
+    if (r < 0) {
+        errno = -r;
+        return -1;
+    }
+    errno = saved;
+    return r;
+}
+void sh_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Classification. sh_classify: L_NONE for paths the shim leaves to libc (the fast path). sh_fallback: after
+ * a real call failed with ENOENT/ENOTDIR, resolves the existing part of the path through real symlinks and
+ * classifies the result (L_NONE when it does not land in a mount). */
+int sh_classify(int dirfd, const char *path, struct sh_loc *l);
+int sh_fallback(int dirfd, const char *path, struct sh_loc *l);
+/* errno after a failed real call that may warrant sh_fallback */
+#define SH_FALLBACK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR)
+
+/* Operations on a classified path: >= 0 or -errno. */
+int sh_stat(const struct sh_loc *l, int follow, struct stat *st);
+int sh_open(const struct sh_loc *l, int flags, mode_t mode);
+ssize_t sh_readlink(const struct sh_loc *l, char *buf, size_t n);
+int sh_realpath(const struct sh_loc *l, char out[SH_PATH]);
+int sh_access(const struct sh_loc *l, int mode);
+int sh_chdir(const struct sh_loc *l);
+int sh_statfs(const struct sh_loc *l, struct statfs *sf);
+
+/* Descriptors. */
+void sh_fd_set(int fd, int kind, int m, uint32_t e);
+void sh_fd_clear(int fd);
+void sh_fd_dup(int from, int to);
+/* 1 and *l (a logical dir location) when fd is a live descriptor the shim returned for a directory. */
+int sh_fd_dirloc(int fd, struct sh_loc *l);
+/* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
+int sh_fd_stat(int fd, struct stat *st);
+int sh_fd_ours(int fd);
+
+/* Directory listing support: entries of a dir location. */
+struct sh_dent {
+    char name[256];
+    unsigned char type;
+    ino_t ino;
+};
+/* Calls fn for ".", "..", then each child; returns 0 or -errno. */
+int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), void *arg);
+
+/* Maps a real path under the cache's tree/ancestor skeleton back to its logical path: 1 if mapped. */
+int sh_map_back(const char *real, char *out, size_t outn);
+
+void sh_stat_to_statx(const struct stat *st, struct statx *sx);
+
+#endif

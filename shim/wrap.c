@@ -1,0 +1,888 @@
+/* wrap.c - the exported interposers for path and descriptor calls (interposition.md's list, minus the
+ * directory streams, which are dir.c's). Each one classifies its path (one cheap check for paths outside
+ * the mounts, then the real call with no allocation and no lock) and hands mount paths to core.c. */
+#include "shim.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <utime.h>
+
+/* An ancestor of a mount that exists on disk is the host's own directory: writes to it are real. */
+static int anc_real(const struct sh_loc *l)
+{
+    struct stat st;
+    return l->kind == L_ANC && sh_r.lstat(l->path, &st) == 0;
+}
+
+/* Runs REALEXPR for paths the shim leaves alone (and for mount ancestors that exist on disk). For mount paths, or when REALEXPR failed (FAILED, over
+ * rv_) with ENOENT/ENOTDIR and the path reaches a mount through real symlinks, runs OURS with l_ (the
+ * location) and e_ (the caller's errno) in scope; OURS returns. */
+#define WITH_LOC(DIRFD, PATH, REALEXPR, FAILED, OURS)                                                       \
+    do {                                                                                                    \
+        struct sh_loc l_;                                                                                   \
+        int e_ = errno;                                                                                     \
+        if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                                 \
+            __typeof__(REALEXPR) rv_ = (REALEXPR);                                                          \
+            if (!(FAILED) || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)        \
+                return rv_;                                                                                 \
+        }                                                                                                   \
+        OURS;                                                                                               \
+    } while (0)
+
+/* Hides glibc's nonnull declarations from the optimiser: Rust passes NULL on purpose (EFAULT probe). */
+#define LAUNDER(p) __asm__("" : "+r"(p))
+
+#define EROFS_OURS                                                                                          \
+    {                                                                                                       \
+        (void)e_;                                                                                           \
+        (void)l_;                                                                                           \
+        errno = EROFS;                                                                                      \
+        return -1;                                                                                          \
+    }
+
+/* --- open ---------------------------------------------------------------------------------------------- */
+
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+
+static int do_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct sh_loc l;
+    int e = errno;
+    if (sh_classify(dirfd, path, &l) == L_NONE) {
+        int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
+                                   : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
+        if (fd >= 0) {
+            sh_fd_clear(fd);
+            return fd;
+        }
+        if (!SH_FALLBACK_ERR(errno) || sh_fallback(dirfd, path, &l) == L_NONE)
+            return fd;
+    }
+    return sh_ret(sh_open(&l, flags, mode), e);
+}
+
+static mode_t open_mode(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+SH_EXPORT int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    return do_open(AT_FDCWD, path, flags, mode);
+}
+
+SH_EXPORT int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    return do_open(AT_FDCWD, path, flags, mode);
+}
+
+SH_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    return do_open(dirfd, path, flags, mode);
+}
+
+SH_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    return do_open(dirfd, path, flags, mode);
+}
+
+SH_EXPORT int __open_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
+SH_EXPORT int __open64_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
+SH_EXPORT int __openat_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
+SH_EXPORT int __openat64_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
+
+SH_EXPORT int creat(const char *path, mode_t mode)
+{
+    return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+SH_EXPORT int creat64(const char *path, mode_t mode)
+{
+    return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+/* --- stdio --------------------------------------------------------------------------------------------- */
+
+/* open(2) flags for a mount path opened with an fopen mode: -EROFS for anything but reading. */
+static int fmode_flags(const char *mode)
+{
+    if (!mode || mode[0] != 'r')
+        return -EROFS;
+    int fl = O_RDONLY;
+    for (const char *p = mode + 1; *p && *p != ','; p++) {
+        if (*p == '+')
+            return -EROFS;
+        if (*p == 'e')
+            fl |= O_CLOEXEC;
+    }
+    return fl;
+}
+
+static FILE *fopen_ours(const struct sh_loc *l, const char *mode, int e)
+{
+    int fl = fmode_flags(mode);
+    int fd = fl < 0 ? fl : sh_open(l, fl, 0);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, mode);
+    if (!f) {
+        int e2 = errno;
+        sh_fd_clear(fd);
+        REAL(close, int (*)(int))(fd);
+        errno = e2;
+        return NULL;
+    }
+    errno = e;
+    return f;
+}
+
+typedef FILE *(*fopen_fn)(const char *, const char *);
+typedef FILE *(*freopen_fn)(const char *, const char *, FILE *);
+
+static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
+{
+    struct sh_loc l;
+    int e = errno;
+    if (sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        FILE *f = real(path, mode);
+        if (f) {
+            sh_fd_clear(fileno(f));
+            return f;
+        }
+        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
+            return f;
+    }
+    return fopen_ours(&l, mode, e);
+}
+
+SH_EXPORT FILE *fopen(const char *path, const char *mode) { return do_fopen(path, mode, REAL(fopen, fopen_fn)); }
+SH_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    return do_fopen(path, mode, REAL(fopen64, fopen_fn));
+}
+
+static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freopen_fn real)
+{
+    struct sh_loc l;
+    int e = errno;
+    if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        FILE *f = real(path, mode, stream);
+        if (f || !path || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
+            if (f)
+                sh_fd_clear(fileno(f));
+            return f;
+        }
+    }
+    int fl = fmode_flags(mode);
+    int fd = fl < 0 ? fl : sh_open(&l, fl, 0);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    /* reopen the stream on /dev/null, then put the mount file's descriptor under it */
+    FILE *f = real("/dev/null", mode, stream);
+    if (!f || dup3(fd, fileno(f), (fl & O_CLOEXEC)) < 0) {
+        int e2 = errno;
+        sh_fd_clear(fd);
+        REAL(close, int (*)(int))(fd);
+        errno = e2;
+        return NULL;
+    }
+    sh_fd_dup(fd, fileno(f));
+    sh_fd_clear(fd);
+    REAL(close, int (*)(int))(fd);
+    errno = e;
+    return f;
+}
+
+SH_EXPORT FILE *freopen(const char *path, const char *mode, FILE *s)
+{
+    return do_freopen(path, mode, s, REAL(freopen, freopen_fn));
+}
+SH_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *s)
+{
+    return do_freopen(path, mode, s, REAL(freopen64, freopen_fn));
+}
+
+/* --- stat ---------------------------------------------------------------------------------------------- */
+
+#define STAT_OURS(FOLLOW, ST)                                                                               \
+    return sh_ret(sh_stat(&l_, (FOLLOW), (struct stat *)(ST)), e_)
+
+typedef int (*stat_fn)(const char *, struct stat *);
+typedef int (*fstatat_fn)(int, const char *, struct stat *, int);
+typedef int (*xstat_fn)(int, const char *, struct stat *);
+typedef int (*fxstatat_fn)(int, int, const char *, struct stat *, int);
+typedef int (*fstat_fn)(int, struct stat *);
+typedef int (*fxstat_fn)(int, int, struct stat *);
+
+SH_EXPORT int stat(const char *p, struct stat *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(stat, stat_fn)(p, st), rv_ < 0, STAT_OURS(1, st));
+}
+SH_EXPORT int stat64(const char *p, struct stat64 *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(stat64, int (*)(const char *, struct stat64 *))(p, st), rv_ < 0, STAT_OURS(1, st));
+}
+SH_EXPORT int lstat(const char *p, struct stat *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(lstat, stat_fn)(p, st), rv_ < 0, STAT_OURS(0, st));
+}
+SH_EXPORT int lstat64(const char *p, struct stat64 *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(lstat64, int (*)(const char *, struct stat64 *))(p, st), rv_ < 0, STAT_OURS(0, st));
+}
+SH_EXPORT int __xstat(int v, const char *p, struct stat *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(__xstat, xstat_fn)(v, p, st), rv_ < 0, STAT_OURS(1, st));
+}
+SH_EXPORT int __xstat64(int v, const char *p, struct stat64 *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(__xstat64, int (*)(int, const char *, struct stat64 *))(v, p, st), rv_ < 0,
+             STAT_OURS(1, st));
+}
+SH_EXPORT int __lxstat(int v, const char *p, struct stat *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(__lxstat, xstat_fn)(v, p, st), rv_ < 0, STAT_OURS(0, st));
+}
+SH_EXPORT int __lxstat64(int v, const char *p, struct stat64 *st)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(__lxstat64, int (*)(int, const char *, struct stat64 *))(v, p, st), rv_ < 0,
+             STAT_OURS(0, st));
+}
+
+static int fstat_ours(int fd, void *st)
+{
+    return sh_fd_stat(fd, (struct stat *)st);
+}
+
+SH_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl)
+{
+    LAUNDER(p);
+    if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
+        return 0;
+    WITH_LOC(d, p, REAL(fstatat, fstatat_fn)(d, p, st, fl), rv_ < 0, STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
+}
+SH_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl)
+{
+    LAUNDER(p);
+    if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
+        return 0;
+    WITH_LOC(d, p, REAL(fstatat64, int (*)(int, const char *, struct stat64 *, int))(d, p, st, fl), rv_ < 0,
+             STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
+}
+SH_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl)
+{
+    LAUNDER(p);
+    if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
+        return 0;
+    WITH_LOC(d, p, REAL(__fxstatat, fxstatat_fn)(v, d, p, st, fl), rv_ < 0,
+             STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
+}
+SH_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int fl)
+{
+    LAUNDER(p);
+    if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
+        return 0;
+    WITH_LOC(d, p, REAL(__fxstatat64, int (*)(int, int, const char *, struct stat64 *, int))(v, d, p, st, fl),
+             rv_ < 0, STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
+}
+
+SH_EXPORT int fstat(int fd, struct stat *st)
+{
+    if (fstat_ours(fd, st))
+        return 0;
+    return REAL(fstat, fstat_fn)(fd, st);
+}
+SH_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+    if (fstat_ours(fd, st))
+        return 0;
+    return REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
+}
+SH_EXPORT int __fxstat(int v, int fd, struct stat *st)
+{
+    if (fstat_ours(fd, st))
+        return 0;
+    return REAL(__fxstat, fxstat_fn)(v, fd, st);
+}
+SH_EXPORT int __fxstat64(int v, int fd, struct stat64 *st)
+{
+    if (fstat_ours(fd, st))
+        return 0;
+    return REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
+}
+
+typedef int (*statx_fn)(int, const char *, int, unsigned int, struct statx *);
+
+SH_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct statx *sx)
+{
+    statx_fn real = REAL(statx, statx_fn);
+    LAUNDER(p);
+    if (!p)
+        return real(d, p, fl, mask, sx);   /* Rust probes for EFAULT */
+    struct stat st;
+    if (!*p && (fl & AT_EMPTY_PATH)) {
+        if (fstat_ours(d, &st)) {
+            sh_stat_to_statx(&st, sx);
+            return 0;
+        }
+        return real(d, p, fl, mask, sx);
+    }
+    WITH_LOC(d, p, real(d, p, fl, mask, sx), rv_ < 0, {
+        int r = sh_stat(&l_, !(fl & AT_SYMLINK_NOFOLLOW), &st);
+        if (r == 0)
+            sh_stat_to_statx(&st, sx);
+        return sh_ret(r, e_);
+    });
+}
+
+/* --- access -------------------------------------------------------------------------------------------- */
+
+SH_EXPORT int access(const char *p, int mode)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(access, int (*)(const char *, int))(p, mode), rv_ < 0,
+             return sh_ret(sh_access(&l_, mode), e_));
+}
+SH_EXPORT int eaccess(const char *p, int mode)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(eaccess, int (*)(const char *, int))(p, mode), rv_ < 0,
+             return sh_ret(sh_access(&l_, mode), e_));
+}
+SH_EXPORT int euidaccess(const char *p, int mode)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(euidaccess, int (*)(const char *, int))(p, mode), rv_ < 0,
+             return sh_ret(sh_access(&l_, mode), e_));
+}
+SH_EXPORT int faccessat(int d, const char *p, int mode, int fl)
+{
+    WITH_LOC(d, p, REAL(faccessat, int (*)(int, const char *, int, int))(d, p, mode, fl), rv_ < 0,
+             return sh_ret(sh_access(&l_, mode), e_));
+}
+
+/* --- readlink ------------------------------------------------------------------------------------------ */
+
+static ssize_t rl_ret(ssize_t r, int e)
+{
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    errno = e;
+    return r;
+}
+
+SH_EXPORT ssize_t readlink(const char *p, char *buf, size_t n)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(readlink, ssize_t (*)(const char *, char *, size_t))(p, buf, n), rv_ < 0,
+             return rl_ret(sh_readlink(&l_, buf, n), e_));
+}
+SH_EXPORT ssize_t readlinkat(int d, const char *p, char *buf, size_t n)
+{
+    WITH_LOC(d, p, REAL(readlinkat, ssize_t (*)(int, const char *, char *, size_t))(d, p, buf, n), rv_ < 0,
+             return rl_ret(sh_readlink(&l_, buf, n), e_));
+}
+SH_EXPORT ssize_t __readlink_chk(const char *p, char *buf, size_t n, size_t buflen)
+{
+    return readlink(p, buf, n < buflen ? n : buflen);
+}
+SH_EXPORT ssize_t __readlinkat_chk(int d, const char *p, char *buf, size_t n, size_t buflen)
+{
+    return readlinkat(d, p, buf, n < buflen ? n : buflen);
+}
+
+/* --- realpath ------------------------------------------------------------------------------------------ */
+
+static char *realpath_ours(const struct sh_loc *l, char *resolved, int e)
+{
+    char out[SH_PATH];
+    int r = sh_realpath(l, out);
+    if (r < 0) {
+        errno = -r;
+        return NULL;
+    }
+    size_t n = strlen(out) + 1;
+    if (resolved) {
+        if (n > PATH_MAX) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+        memcpy(resolved, out, n);
+        errno = e;
+        return resolved;
+    }
+    char *p = malloc(n);
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(p, out, n);
+    errno = e;
+    return p;
+}
+
+SH_EXPORT char *realpath(const char *p, char *resolved)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(realpath, char *(*)(const char *, char *))(p, resolved), rv_ == NULL,
+             return realpath_ours(&l_, resolved, e_));
+}
+SH_EXPORT char *__realpath_chk(const char *p, char *resolved, size_t len)
+{
+    return realpath(p, resolved);
+}
+SH_EXPORT char *canonicalize_file_name(const char *p)
+{
+    return realpath(p, NULL);
+}
+
+/* --- cwd ----------------------------------------------------------------------------------------------- */
+
+SH_EXPORT int chdir(const char *p)
+{
+    struct sh_loc l;
+    int e = errno;
+    if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
+        int r = REAL(chdir, int (*)(const char *))(p);
+        if (r == 0) {
+            sh_cwd_changed();
+            return 0;
+        }
+        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
+            return r;
+    }
+    int r = sh_chdir(&l);
+    if (r == 0)
+        sh_cwd_changed();
+    return sh_ret(r, e);
+}
+
+SH_EXPORT int fchdir(int fd)
+{
+    int r = REAL(fchdir, int (*)(int))(fd);
+    if (r == 0)
+        sh_cwd_changed();
+    return r;
+}
+
+typedef char *(*getcwd_fn)(char *, size_t);
+
+SH_EXPORT char *getcwd(char *buf, size_t size)
+{
+    getcwd_fn real = REAL(getcwd, getcwd_fn);
+    if (!sh_nmounts)
+        return real(buf, size);
+    int e = errno;
+    char tmp[PATH_MAX], lg[SH_PATH];
+    if (!real(tmp, sizeof tmp) || !sh_map_back(tmp, lg, sizeof lg)) {
+        errno = e;
+        return real(buf, size);
+    }
+    size_t n = strlen(lg) + 1;
+    if (!buf) {
+        size_t cap = size ? size : n;
+        if (cap < n) {
+            errno = ERANGE;
+            return NULL;
+        }
+        if (!(buf = malloc(cap))) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } else if (size < n) {
+        errno = size ? ERANGE : EINVAL;
+        return NULL;
+    }
+    memcpy(buf, lg, n);
+    errno = e;
+    return buf;
+}
+
+SH_EXPORT char *__getcwd_chk(char *buf, size_t size, size_t buflen)
+{
+    return getcwd(buf, size < buflen ? size : buflen);
+}
+
+SH_EXPORT char *get_current_dir_name(void)
+{
+    const char *pwd = getenv("PWD");
+    struct stat a, b;
+    int e = errno;
+    if (pwd && pwd[0] == '/' && stat(pwd, &a) == 0 && REAL(stat, stat_fn)(".", &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+        errno = e;
+        return strdup(pwd);
+    }
+    errno = e;
+    return getcwd(NULL, 0);
+}
+
+/* --- xattr: none on mount paths ------------------------------------------------------------------------ */
+
+#define XATTR_GET_OURS                                                                                      \
+    {                                                                                                       \
+        struct stat st_;                                                                                    \
+        int r_ = sh_stat(&l_, 1, &st_);                                                                     \
+        (void)e_;                                                                                           \
+        errno = r_ < 0 ? -r_ : ENODATA;                                                                     \
+        return -1;                                                                                          \
+    }
+#define XATTR_LIST_OURS                                                                                     \
+    {                                                                                                       \
+        struct stat st_;                                                                                    \
+        return sh_ret(sh_stat(&l_, 1, &st_), e_);                                                           \
+    }
+
+typedef ssize_t (*getxattr_fn)(const char *, const char *, void *, size_t);
+typedef ssize_t (*listxattr_fn)(const char *, char *, size_t);
+
+SH_EXPORT ssize_t getxattr(const char *p, const char *name, void *v, size_t n)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(getxattr, getxattr_fn)(p, name, v, n), rv_ < 0, XATTR_GET_OURS);
+}
+SH_EXPORT ssize_t lgetxattr(const char *p, const char *name, void *v, size_t n)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(lgetxattr, getxattr_fn)(p, name, v, n), rv_ < 0, XATTR_GET_OURS);
+}
+SH_EXPORT ssize_t fgetxattr(int fd, const char *name, void *v, size_t n)
+{
+    struct stat st;
+    if (fstat_ours(fd, &st)) {
+        errno = ENODATA;
+        return -1;
+    }
+    return REAL(fgetxattr, ssize_t (*)(int, const char *, void *, size_t))(fd, name, v, n);
+}
+SH_EXPORT ssize_t listxattr(const char *p, char *list, size_t n)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(listxattr, listxattr_fn)(p, list, n), rv_ < 0, XATTR_LIST_OURS);
+}
+SH_EXPORT ssize_t llistxattr(const char *p, char *list, size_t n)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(llistxattr, listxattr_fn)(p, list, n), rv_ < 0, XATTR_LIST_OURS);
+}
+SH_EXPORT ssize_t flistxattr(int fd, char *list, size_t n)
+{
+    struct stat st;
+    if (fstat_ours(fd, &st))
+        return 0;
+    return REAL(flistxattr, ssize_t (*)(int, char *, size_t))(fd, list, n);
+}
+
+/* --- statfs -------------------------------------------------------------------------------------------- */
+
+SH_EXPORT int statfs(const char *p, struct statfs *sf)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(statfs, int (*)(const char *, struct statfs *))(p, sf), rv_ < 0,
+             return sh_ret(sh_statfs(&l_, sf), e_));
+}
+SH_EXPORT int statfs64(const char *p, struct statfs64 *sf)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(statfs64, int (*)(const char *, struct statfs64 *))(p, sf), rv_ < 0,
+             return sh_ret(sh_statfs(&l_, (struct statfs *)sf), e_));
+}
+
+static int statvfs_ours(const struct sh_loc *l, struct statvfs *sv, int e)
+{
+    struct stat st;
+    int r = sh_stat(l, 1, &st);
+    if (r < 0)
+        return sh_ret(r, e);
+    int (*real)(const char *, struct statvfs *) = REAL(statvfs, int (*)(const char *, struct statvfs *));
+    if (real(sh_cache, sv) < 0 && real("/", sv) < 0)
+        return -1;
+    sv->f_flag |= ST_RDONLY;
+    errno = e;
+    return 0;
+}
+
+SH_EXPORT int statvfs(const char *p, struct statvfs *sv)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(statvfs, int (*)(const char *, struct statvfs *))(p, sv), rv_ < 0,
+             return statvfs_ours(&l_, sv, e_));
+}
+SH_EXPORT int statvfs64(const char *p, struct statvfs64 *sv)
+{
+    WITH_LOC(AT_FDCWD, p, REAL(statvfs64, int (*)(const char *, struct statvfs64 *))(p, sv), rv_ < 0,
+             return statvfs_ours(&l_, (struct statvfs *)sv, e_));
+}
+SH_EXPORT int fstatfs(int fd, struct statfs *sf)
+{
+    int r = REAL(fstatfs, int (*)(int, struct statfs *))(fd, sf);
+    struct stat st;
+    if (r == 0 && fstat_ours(fd, &st))
+        sf->f_flags |= ST_RDONLY;
+    return r;
+}
+SH_EXPORT int fstatfs64(int fd, struct statfs64 *sf)
+{
+    int r = REAL(fstatfs64, int (*)(int, struct statfs64 *))(fd, sf);
+    struct stat st;
+    if (r == 0 && fstat_ours(fd, &st))
+        sf->f_flags |= ST_RDONLY;
+    return r;
+}
+SH_EXPORT int fstatvfs(int fd, struct statvfs *sv)
+{
+    int r = REAL(fstatvfs, int (*)(int, struct statvfs *))(fd, sv);
+    struct stat st;
+    if (r == 0 && fstat_ours(fd, &st))
+        sv->f_flag |= ST_RDONLY;
+    return r;
+}
+SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
+{
+    int r = REAL(fstatvfs64, int (*)(int, struct statvfs64 *))(fd, sv);
+    struct stat st;
+    if (r == 0 && fstat_ours(fd, &st))
+        sv->f_flag |= ST_RDONLY;
+    return r;
+}
+
+/* --- writes: EROFS on a mount -------------------------------------------------------------------------- */
+
+#define RO1(DIRFD, P, REALEXPR)                                                                             \
+    WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
+        if (anc_real(&l_))                                                                                  \
+            return REALEXPR;                                                                                \
+        EROFS_OURS                                                                                          \
+    })
+
+static int in_mount(int d, const char *p)
+{
+    struct sh_loc l;
+    return sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
+}
+
+#define RO2(D1, P1, D2, P2, REALEXPR)                                                                       \
+    do {                                                                                                    \
+        if (in_mount(D1, P1) || in_mount(D2, P2)) {                                                         \
+            errno = EROFS;                                                                                  \
+            return -1;                                                                                      \
+        }                                                                                                   \
+        return REALEXPR;                                                                                    \
+    } while (0)
+
+#define RO_FD(FD, REALEXPR)                                                                                 \
+    do {                                                                                                    \
+        struct stat st_;                                                                                    \
+        if (fstat_ours(FD, &st_)) {                                                                         \
+            errno = EROFS;                                                                                  \
+            return -1;                                                                                      \
+        }                                                                                                   \
+        return REALEXPR;                                                                                    \
+    } while (0)
+
+SH_EXPORT int mkdir(const char *p, mode_t m) { RO1(AT_FDCWD, p, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int mkdirat(int d, const char *p, mode_t m)
+{
+    RO1(d, p, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
+}
+SH_EXPORT int rmdir(const char *p) { RO1(AT_FDCWD, p, REAL(rmdir, int (*)(const char *))(p)); }
+SH_EXPORT int unlink(const char *p) { RO1(AT_FDCWD, p, REAL(unlink, int (*)(const char *))(p)); }
+SH_EXPORT int unlinkat(int d, const char *p, int f)
+{
+    RO1(d, p, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
+}
+SH_EXPORT int rename(const char *a, const char *b)
+{
+    RO2(AT_FDCWD, a, AT_FDCWD, b, REAL(rename, int (*)(const char *, const char *))(a, b));
+}
+SH_EXPORT int renameat(int da, const char *a, int db, const char *b)
+{
+    RO2(da, a, db, b, REAL(renameat, int (*)(int, const char *, int, const char *))(da, a, db, b));
+}
+SH_EXPORT int renameat2(int da, const char *a, int db, const char *b, unsigned int f)
+{
+    RO2(da, a, db, b, REAL(renameat2, int (*)(int, const char *, int, const char *, unsigned))(da, a, db, b, f));
+}
+SH_EXPORT int link(const char *a, const char *b)
+{
+    RO2(AT_FDCWD, a, AT_FDCWD, b, REAL(link, int (*)(const char *, const char *))(a, b));
+}
+SH_EXPORT int linkat(int da, const char *a, int db, const char *b, int f)
+{
+    RO2(da, a, db, b, REAL(linkat, int (*)(int, const char *, int, const char *, int))(da, a, db, b, f));
+}
+SH_EXPORT int symlink(const char *t, const char *p)
+{
+    RO1(AT_FDCWD, p, REAL(symlink, int (*)(const char *, const char *))(t, p));
+}
+SH_EXPORT int symlinkat(const char *t, int d, const char *p)
+{
+    RO1(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
+}
+SH_EXPORT int truncate(const char *p, off_t n) { RO1(AT_FDCWD, p, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
+SH_EXPORT int truncate64(const char *p, off64_t n)
+{
+    RO1(AT_FDCWD, p, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
+}
+SH_EXPORT int chmod(const char *p, mode_t m) { RO1(AT_FDCWD, p, REAL(chmod, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int fchmodat(int d, const char *p, mode_t m, int f)
+{
+    RO1(d, p, REAL(fchmodat, int (*)(int, const char *, mode_t, int))(d, p, m, f));
+}
+SH_EXPORT int chown(const char *p, uid_t u, gid_t g)
+{
+    RO1(AT_FDCWD, p, REAL(chown, int (*)(const char *, uid_t, gid_t))(p, u, g));
+}
+SH_EXPORT int lchown(const char *p, uid_t u, gid_t g)
+{
+    RO1(AT_FDCWD, p, REAL(lchown, int (*)(const char *, uid_t, gid_t))(p, u, g));
+}
+SH_EXPORT int fchownat(int d, const char *p, uid_t u, gid_t g, int f)
+{
+    RO1(d, p, REAL(fchownat, int (*)(int, const char *, uid_t, gid_t, int))(d, p, u, g, f));
+}
+SH_EXPORT int utimensat(int d, const char *p, const struct timespec t[2], int f)
+{
+    LAUNDER(p);
+    if (!p)
+        RO_FD(d, REAL(utimensat, int (*)(int, const char *, const struct timespec *, int))(d, p, t, f));
+    RO1(d, p, REAL(utimensat, int (*)(int, const char *, const struct timespec *, int))(d, p, t, f));
+}
+SH_EXPORT int utimes(const char *p, const struct timeval t[2])
+{
+    RO1(AT_FDCWD, p, REAL(utimes, int (*)(const char *, const struct timeval *))(p, t));
+}
+SH_EXPORT int lutimes(const char *p, const struct timeval t[2])
+{
+    RO1(AT_FDCWD, p, REAL(lutimes, int (*)(const char *, const struct timeval *))(p, t));
+}
+SH_EXPORT int futimesat(int d, const char *p, const struct timeval t[2])
+{
+    RO1(d, p, REAL(futimesat, int (*)(int, const char *, const struct timeval *))(d, p, t));
+}
+SH_EXPORT int utime(const char *p, const struct utimbuf *t)
+{
+    RO1(AT_FDCWD, p, REAL(utime, int (*)(const char *, const struct utimbuf *))(p, t));
+}
+SH_EXPORT int mknod(const char *p, mode_t m, dev_t dv)
+{
+    RO1(AT_FDCWD, p, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
+}
+SH_EXPORT int mknodat(int d, const char *p, mode_t m, dev_t dv)
+{
+    RO1(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
+}
+SH_EXPORT int __xmknod(int v, const char *p, mode_t m, dev_t *dv)
+{
+    RO1(AT_FDCWD, p, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
+}
+SH_EXPORT int __xmknodat(int v, int d, const char *p, mode_t m, dev_t *dv)
+{
+    RO1(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
+}
+SH_EXPORT int setxattr(const char *p, const char *n, const void *v, size_t s, int f)
+{
+    RO1(AT_FDCWD, p, REAL(setxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
+}
+SH_EXPORT int lsetxattr(const char *p, const char *n, const void *v, size_t s, int f)
+{
+    RO1(AT_FDCWD, p, REAL(lsetxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
+}
+SH_EXPORT int removexattr(const char *p, const char *n)
+{
+    RO1(AT_FDCWD, p, REAL(removexattr, int (*)(const char *, const char *))(p, n));
+}
+SH_EXPORT int lremovexattr(const char *p, const char *n)
+{
+    RO1(AT_FDCWD, p, REAL(lremovexattr, int (*)(const char *, const char *))(p, n));
+}
+SH_EXPORT int fsetxattr(int fd, const char *n, const void *v, size_t s, int f)
+{
+    RO_FD(fd, REAL(fsetxattr, int (*)(int, const char *, const void *, size_t, int))(fd, n, v, s, f));
+}
+SH_EXPORT int fremovexattr(int fd, const char *n)
+{
+    RO_FD(fd, REAL(fremovexattr, int (*)(int, const char *))(fd, n));
+}
+SH_EXPORT int fchmod(int fd, mode_t m) { RO_FD(fd, REAL(fchmod, int (*)(int, mode_t))(fd, m)); }
+SH_EXPORT int fchown(int fd, uid_t u, gid_t g) { RO_FD(fd, REAL(fchown, int (*)(int, uid_t, gid_t))(fd, u, g)); }
+SH_EXPORT int futimens(int fd, const struct timespec t[2])
+{
+    RO_FD(fd, REAL(futimens, int (*)(int, const struct timespec *))(fd, t));
+}
+SH_EXPORT int futimes(int fd, const struct timeval t[2])
+{
+    RO_FD(fd, REAL(futimes, int (*)(int, const struct timeval *))(fd, t));
+}
+
+/* --- descriptors: keep the table of what the shim returned ---------------------------------------------- */
+
+SH_EXPORT int close(int fd)
+{
+    sh_fd_clear(fd);
+    return REAL(close, int (*)(int))(fd);
+}
+
+SH_EXPORT int dup(int fd)
+{
+    int r = REAL(dup, int (*)(int))(fd);
+    if (r >= 0)
+        sh_fd_dup(fd, r);
+    return r;
+}
+
+SH_EXPORT int dup2(int a, int b)
+{
+    int r = REAL(dup2, int (*)(int, int))(a, b);
+    if (r >= 0 && a != b)
+        sh_fd_dup(a, b);
+    return r;
+}
+
+SH_EXPORT int dup3(int a, int b, int f)
+{
+    int r = REAL(dup3, int (*)(int, int, int))(a, b, f);
+    if (r >= 0)
+        sh_fd_dup(a, b);
+    return r;
+}
+
+SH_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = REAL(fcntl, int (*)(int, int, ...))(fd, cmd, arg);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+        sh_fd_dup(fd, r);
+    return r;
+}
+
+SH_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = REAL(fcntl64, int (*)(int, int, ...))(fd, cmd, arg);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+        sh_fd_dup(fd, r);
+    return r;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# t_fetch_faults.sh - a full disk fails with one ENOSPC line and nothing partial; an object replaced after
+# the manifest was built fails If-Match (manifest with ETags) or the sha256 check (manifest without), with no
+# blob, an empty tmp/ and fails/<sha>.err written.
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+s3env_start "$WORK"
+small=$WORK/small
+cleanup() { umount "$small" 2>/dev/null || true; stop_proxies; s3env_stop; }
+trap cleanup EXIT
+
+fetch_model "$WORK/m"
+fetch_publish "$WORK/m" s3test:models/m1
+big=$(blob_of "$WORK/m/model.safetensors")
+
+# disk full: an 8 MiB tmpfs as the cache
+mkdir -p "$small"
+if mount -t tmpfs -o size=8m tmpfs "$small" 2>"$WORK/mount.err"; then
+  export HFS3_CACHE_DIR=$small/cache
+  expect_exit 1 "fetch onto a full disk" "$HFS3_BIN" fetch s3test:models/m1
+  n=$(grep -c 'No space left on device' "$WORK/err" || true)
+  [ "$n" = 1 ] || { cat "$WORK/err"; fail "expected one ENOSPC line, got $n"; }
+  grep 'No space left on device' "$WORK/err" | grep -q 'model.safetensors' || fail "the ENOSPC line names the file"
+  [ ! -e "$HFS3_CACHE_DIR/blobs/$big" ] || fail "blob of the big file exists"
+  [ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty: $(ls -l "$HFS3_CACHE_DIR/tmp")"
+  for b in "$HFS3_CACHE_DIR"/blobs/*; do
+    [ "$(sha256sum <"$b" | cut -d' ' -f1)" = "$(basename "$b")" ] || fail "unverified blob $b"
+  done
+  one_line "$HFS3_CACHE_DIR/fails/$big.err"
+  ok "disk full: $(grep 'No space' "$WORK/err")"
+  umount "$small"
+else
+  echo "skip: cannot mount a tmpfs here ($(cat "$WORK/mount.err")): disk-full case not run"
+fi
+
+# m2: the same model with a manifest without ETags (so only the sha256 check can catch a change)
+rclone copy "$WORK/m" s3test:models/m2 || fail "rclone copy m2"
+"${HFS3_BUILD_BIN:-$HFS3_BIN}" build -o - s3test:models/m2 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); [e.pop("etag", None) for e in d["entries"]]; json.dump(d, sys.stdout)' \
+  >"$WORK/m2.json" || fail "m2 manifest"
+rclone copyto "$WORK/m2.json" s3test:models/m2/.hfs3/manifest.json || fail "upload m2 manifest"
+
+# replace tokenizer.json's object (same size, other bytes) after the manifests were built
+tok=$(blob_of "$WORK/m/tokenizer.json")
+head -c "$(stat -c %s "$WORK/m/tokenizer.json")" /dev/urandom >"$WORK/evil.json"
+rclone copyto "$WORK/evil.json" s3test:models/m1/tokenizer.json || fail "replace m1 object"
+rclone copyto "$WORK/evil.json" s3test:models/m2/tokenizer.json || fail "replace m2 object"
+
+# the test server ignores If-Match: a proxy that enforces it as S3 does
+start_proxy s3im 0 --enforce-if-match
+export HFS3_CACHE_DIR=$WORK/cache
+expect_exit 1 "fetch of a changed object (ETag)" "$HFS3_BIN" fetch s3im:models/m1
+grep -q 's3im:models/m1: tokenizer.json: object changed since the manifest was built' "$WORK/err" ||
+  { cat "$WORK/err"; fail "If-Match message"; }
+[ ! -e "$HFS3_CACHE_DIR/blobs/$tok" ] || fail "blob of a changed object"
+[ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty"
+one_line "$HFS3_CACHE_DIR/fails/$tok.err"
+[ -e "$HFS3_CACHE_DIR/blobs/$big" ] || fail "the other files are fetched anyway"
+ok "changed object, ETag: $(grep tokenizer "$WORK/err")"
+
+rm -rf "$HFS3_CACHE_DIR"
+expect_exit 1 "fetch of a changed object (sha256)" "$HFS3_BIN" fetch s3test:models/m2
+grep -q "s3test:models/m2: tokenizer.json: sha256 mismatch for tokenizer.json: expected $tok got $(blob_of "$WORK/evil.json")" "$WORK/err" ||
+  { cat "$WORK/err"; fail "sha256 message"; }
+[ ! -e "$HFS3_CACHE_DIR/blobs/$tok" ] || fail "blob of a changed object"
+[ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty"
+one_line "$HFS3_CACHE_DIR/fails/$tok.err"
+expect_exit 1 "_get of a changed object" "$HFS3_BIN" _get s3test:models/m2 tokenizer.json
+grep -q 'sha256 mismatch' "$HFS3_CACHE_DIR/fails/$tok.err" || fail "fails file"
+ok "changed object, sha256: $(grep tokenizer "$WORK/err")"
+
+# a fixed object fetches and clears the failure record
+rclone copyto "$WORK/m/tokenizer.json" s3test:models/m2/tokenizer.json || fail "restore m2 object"
+expect_exit 0 "_get after the fix" "$HFS3_BIN" _get s3test:models/m2 tokenizer.json
+[ -e "$HFS3_CACHE_DIR/blobs/$tok" ] && [ ! -e "$HFS3_CACHE_DIR/fails/$tok.err" ] || fail "fails/ not cleared"
+ok "fixed object fetched, failure record removed"
+echo "all ok"

@@ -1,0 +1,338 @@
+/* test_cache.c - cache directory resolution and permission rules, umask-proof modes, locks, the range plan
+ * and the resume sidecar of the fetcher, and the offline half of the mount refresh. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hfs3/cache.h"
+#include "hfs3/fetch.h"
+#include "hfs3/index.h"
+#include "hfs3/util.h"
+
+static char root[128];
+
+static void mkroot(void)
+{
+    snprintf(root, sizeof root, "/tmp/hfs3-test-cache.XXXXXX");
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static void rmroot(void)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", root, root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cleanup of %s failed\n", root);
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+static void test_dir_from_env(void)
+{
+    setenv("HFS3_CACHE_DIR", "/x/cache//", 1);
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    setenv("HOME", "/home/u", 1);
+    char *d = hfs3_cache_dir_from_env();
+    CHECK_EQ_STR(d, "/x/cache");
+    free(d);
+    setenv("HFS3_CACHE_DIR", "", 1);
+    d = hfs3_cache_dir_from_env();
+    CHECK_EQ_STR(d, "/xdg/hfs3");
+    free(d);
+    unsetenv("HFS3_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
+    d = hfs3_cache_dir_from_env();
+    CHECK_EQ_STR(d, "/home/u/.cache/hfs3");
+    free(d);
+    unsetenv("HOME");
+    d = hfs3_cache_dir_from_env();
+    CHECK(d == NULL);
+    CHECK(strstr(hfs3_errmsg(), "HFS3_CACHE_DIR") != NULL);
+}
+
+static void test_check_dir(void)
+{
+    char p[300], q[600];
+    int shared = -1;
+    snprintf(p, sizeof p, "%s/c1", root);
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), 0); /* absent is fine: it will be created */
+    CHECK_EQ_INT(shared, 0);
+    mkdir(p, 0700);
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), 0);
+    chmod(p, 0777);
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "writable by others") != NULL);
+    chmod(p, 01777); /* sticky does not make it acceptable */
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), -EPERM);
+    chmod(p, 02770);
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), 0);
+    CHECK_EQ_INT(shared, 1);
+    chmod(p, 02750); /* setgid without group write is not shared */
+    CHECK_EQ_INT(hfs3_cache_check_dir(p, &shared), 0);
+    CHECK_EQ_INT(shared, 0);
+    chmod(p, 0700);
+    snprintf(q, sizeof q, "%s/afile", root);
+    int fd = open(q, O_CREAT | O_WRONLY, 0600);
+    close(fd);
+    CHECK_EQ_INT(hfs3_cache_check_dir(q, NULL), -ENOTDIR);
+    CHECK_EQ_INT(hfs3_cache_check_dir("", NULL), -EINVAL);
+
+    /* a symlink of our own on the way is fine */
+    snprintf(q, sizeof q, "%s/mylink", root);
+    CHECK_EQ_INT(symlink(p, q), 0);
+    CHECK_EQ_INT(hfs3_cache_check_dir(q, NULL), 0);
+    snprintf(q, sizeof q, "%s/mylink/sub/deeper", root);
+    CHECK_EQ_INT(hfs3_cache_check_dir(q, NULL), 0);
+    if (geteuid() == 0) {
+        /* another user's symlink: final component or an intermediate one */
+        snprintf(q, sizeof q, "%s/theirlink", root);
+        CHECK_EQ_INT(symlink(p, q), 0);
+        CHECK_EQ_INT(lchown(q, 65534, 65534), 0);
+        CHECK_EQ_INT(hfs3_cache_check_dir(q, NULL), -EPERM);
+        CHECK(strstr(hfs3_errmsg(), "owned by uid 65534") != NULL);
+        snprintf(q, sizeof q, "%s/theirlink/hfs3", root);
+        CHECK_EQ_INT(hfs3_cache_check_dir(q, NULL), -EPERM);
+    } else {
+        printf("test_cache: not root, foreign-symlink case skipped\n");
+    }
+}
+
+static void test_open_private(void)
+{
+    char p[300], s[600];
+    mode_t old = umask(022);
+    snprintf(p, sizeof p, "%s/home/.cache/hfs3", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    CHECK_EQ_INT(c->shared, 0);
+    CHECK_EQ_INT(mode_of(p), 0700);
+    const char *subs[] = {"blobs", "tmp", "locks", "fails", "mounts"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(s, sizeof s, "%s/%s", p, subs[i]);
+        CHECK_EQ_INT(mode_of(s), 0700);
+    }
+    char *bp = hfs3_cache_path(c, "blobs", "ab", ".x");
+    snprintf(s, sizeof s, "%s/blobs/ab.x", p);
+    CHECK_EQ_STR(bp, s);
+    free(bp);
+    /* opening again is fine */
+    hfs3_cache *c2 = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c2), 0);
+    hfs3_cache_free(c2);
+    /* a subdir replaced by a symlink is refused */
+    snprintf(s, sizeof s, "%s/tmp", p);
+    rmdir(s);
+    CHECK_EQ_INT(symlink("/tmp", s), 0);
+    CHECK_EQ_INT(hfs3_cache_open(p, &c2), -ENOTDIR);
+    unlink(s);
+    hfs3_cache_free(c);
+    umask(old);
+}
+
+static void test_open_shared(void)
+{
+    char p[300], s[600];
+    snprintf(p, sizeof p, "%s/shared", root);
+    mkdir(p, 0700);
+    chmod(p, 02770);
+    mode_t old = umask(077); /* the umask must not take the group's access */
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c) {
+        umask(old);
+        return;
+    }
+    CHECK_EQ_INT(c->shared, 1);
+    CHECK_EQ_INT(c->blob_mode, 0440);
+    CHECK_EQ_INT(c->file_mode, 0660);
+    snprintf(s, sizeof s, "%s/blobs", p);
+    CHECK_EQ_INT(mode_of(s), 02770);
+    char *mdir = NULL;
+    CHECK_EQ_INT(hfs3_cache_mount_dir(c, "r:b/p", &mdir), 0);
+    CHECK_EQ_INT(mode_of(mdir), 02770);
+    free(mdir);
+    snprintf(s, sizeof s, "%s/locks/x.lock", p);
+    int fd = -1;
+    CHECK_EQ_INT(hfs3_cache_lock(c, s, 0, &fd, NULL), 0);
+    CHECK_EQ_INT(mode_of(s), 0660);
+    hfs3_cache_unlock(fd);
+    snprintf(s, sizeof s, "%s/fails/y.err", p);
+    hfs3_cache_write_line(c, s, "two\nlines");
+    CHECK_EQ_INT(mode_of(s), 0660);
+    char *text = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hfs3_read_file(s, 100, &text, &n), 0);
+    CHECK_EQ_STR(text, "two lines\n");
+    free(text);
+    hfs3_cache_free(c);
+    umask(old);
+}
+
+static void test_locks(void)
+{
+    char p[300], s[600];
+    snprintf(p, sizeof p, "%s/lk", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    snprintf(s, sizeof s, "%s/locks/a.lock", p);
+    int a = -1, b = -1, waited = -1;
+    CHECK_EQ_INT(hfs3_cache_lock(c, s, 0, &a, &waited), 0);
+    CHECK_EQ_INT(waited, 0);
+    CHECK_EQ_INT(mode_of(s), 0600);
+    /* flock belongs to the open file description: a second open conflicts even in this process */
+    CHECK_EQ_INT(hfs3_cache_lock(c, s, 1, &b, NULL), -EWOULDBLOCK);
+    hfs3_cache_unlock(a);
+    CHECK_EQ_INT(hfs3_cache_lock(c, s, 1, &b, NULL), 0);
+    hfs3_cache_unlock(b);
+    hfs3_cache_free(c);
+}
+
+static void test_plan(void)
+{
+    uint64_t chunk;
+    uint32_t n;
+    int t;
+    hfs3_fetch_plan(0, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(n, 0);
+    CHECK_EQ_INT(t, 0);
+    hfs3_fetch_plan(1, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(chunk, 1);
+    CHECK_EQ_INT(t, 1);
+    hfs3_fetch_plan(HFS3_FETCH_MIN_CHUNK, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(t, 1);
+    hfs3_fetch_plan(HFS3_FETCH_MIN_CHUNK + 1, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(chunk, HFS3_FETCH_MIN_CHUNK);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(t, 2);
+    hfs3_fetch_plan(40ull << 20, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(chunk, 5ull << 20);
+    CHECK_EQ_INT(n, 8);
+    CHECK_EQ_INT(t, 8);
+    hfs3_fetch_plan((40ull << 20) + 1, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(chunk, 6ull << 20);
+    CHECK_EQ_INT(n, 7);
+    CHECK_EQ_INT(t, 7);
+    hfs3_fetch_plan(1ull << 30, 8, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(chunk, HFS3_FETCH_CHUNK);
+    CHECK_EQ_INT(n, 64);
+    CHECK_EQ_INT(t, 8);
+    hfs3_fetch_plan(5000000000ull, 4, 0, &chunk, &n, &t);
+    CHECK_EQ_INT(chunk, HFS3_FETCH_CHUNK);
+    CHECK_EQ_INT(n, (5000000000ull + HFS3_FETCH_CHUNK - 1) / HFS3_FETCH_CHUNK);
+    CHECK_EQ_INT(t, 4);
+    hfs3_fetch_plan(1000000, 0, 100000, &chunk, &n, &t); /* conns < 1 means 1 */
+    CHECK_EQ_INT(chunk, 100000);
+    CHECK_EQ_INT(n, 10);
+    CHECK_EQ_INT(t, 1);
+    hfs3_fetch_plan(1000000, 4, 1, &chunk, &n, &t); /* tiny hints are raised */
+    CHECK_EQ_INT(chunk, 64 << 10);
+    CHECK_EQ_INT(n, 16);
+}
+
+static void test_done_sidecar(void)
+{
+    char hdr[96], text[256];
+    unsigned char done[8];
+    hfs3_fetch_done_header(1000, 300, hdr, sizeof hdr);
+    CHECK_EQ_STR(hdr, "hfs3-done 1 1000 300\n");
+    snprintf(text, sizeof text, "%s2\n0\n2\n9\nx\n\n3", hdr);
+    int n = hfs3_fetch_parse_done(text, strlen(text), 1000, 300, 4, done);
+    CHECK_EQ_INT(n, 2); /* 2 and 0; duplicate, out of range, junk, empty and torn lines ignored */
+    CHECK_EQ_INT(done[0], 1);
+    CHECK_EQ_INT(done[1], 0);
+    CHECK_EQ_INT(done[2], 1);
+    CHECK_EQ_INT(done[3], 0);
+    CHECK_EQ_INT(hfs3_fetch_parse_done(text, strlen(text), 1000, 200, 5, done), -EINVAL);
+    CHECK_EQ_INT(hfs3_fetch_parse_done(text, strlen(text), 1001, 300, 4, done), -EINVAL);
+    CHECK_EQ_INT(hfs3_fetch_parse_done(hdr, strlen(hdr) - 1, 1000, 300, 4, done), -EINVAL);
+    CHECK_EQ_INT(hfs3_fetch_parse_done(hdr, strlen(hdr), 1000, 300, 4, done), 0);
+    snprintf(text, sizeof text, "%s99999999999999\n1\n", hdr);
+    CHECK_EQ_INT(hfs3_fetch_parse_done(text, strlen(text), 1000, 300, 4, done), 1);
+    CHECK_EQ_INT(done[1], 1);
+}
+
+static void test_connections_env(void)
+{
+    unsetenv("HFS3_CONNECTIONS");
+    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    setenv("HFS3_CONNECTIONS", "3", 1);
+    CHECK_EQ_INT(hfs3_fetch_connections(), 3);
+    setenv("HFS3_LOG", "error", 1);
+    setenv("HFS3_CONNECTIONS", "0", 1);
+    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    setenv("HFS3_CONNECTIONS", "4x", 1);
+    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    unsetenv("HFS3_CONNECTIONS");
+}
+
+static void test_offline_refresh(void)
+{
+    char p[300], s[600];
+    snprintf(p, sizeof p, "%s/off", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    hfs3_remote r = {0};
+    r.spec = "nowhere:bucket/model";
+    setenv("HFS3_OFFLINE", "1", 1);
+    int stale = -1;
+    CHECK_EQ_INT(hfs3_mount_refresh(c, &r, -1, &stale), -ENOENT);
+    char key[17];
+    hfs3_mountkey(r.spec, key);
+    snprintf(s, sizeof s, "%s/mounts/%s/error", p, key);
+    char *text = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hfs3_read_file(s, 4096, &text, &n), 0);
+    CHECK(text && strstr(text, "nowhere:bucket/model") && strstr(text, "HFS3_OFFLINE=1"));
+    free(text);
+    hfs3_manifest *m = NULL;
+    CHECK_EQ_INT(hfs3_mount_load(c, r.spec, &m), -ENOENT);
+    /* with a cached manifest and index, offline succeeds and clears the error */
+    char q[600];
+    snprintf(q, sizeof q, "%s/mounts/%s/index", p, key);
+    CHECK_EQ_INT(hfs3_cache_write_atomic(q, "x", 1, 0600), 0);
+    snprintf(q, sizeof q, "%s/mounts/%s/manifest.json", p, key);
+    CHECK_EQ_INT(hfs3_cache_write_atomic(q, "{}", 2, 0600), 0);
+    CHECK_EQ_INT(hfs3_mount_refresh(c, &r, -1, &stale), 0);
+    CHECK_EQ_INT(stale, 0);
+    CHECK(access(s, F_OK) != 0);
+    /* an invalid cached document is an error, not a crash */
+    CHECK(hfs3_mount_load(c, r.spec, &m) < 0);
+    CHECK(m == NULL);
+    unsetenv("HFS3_OFFLINE");
+    hfs3_cache_free(c);
+}
+
+int main(void)
+{
+    mkroot();
+    TEST(test_dir_from_env);
+    TEST(test_check_dir);
+    TEST(test_open_private);
+    TEST(test_open_shared);
+    TEST(test_locks);
+    TEST(test_plan);
+    TEST(test_done_sidecar);
+    TEST(test_connections_env);
+    TEST(test_offline_refresh);
+    rmroot();
+    return t_done("test_cache");
+}
