@@ -19,6 +19,17 @@ typedef struct pool {
     char msg[1024];
 } pool;
 
+/* Keeps the first failure and its message (messages are per thread, so copy it now). */
+static void pool_fail(pool *p, int rc)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->rc) {
+        p->rc = rc;
+        snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void *pool_worker(void *arg)
 {
     pool *p = arg;
@@ -26,12 +37,7 @@ static void *pool_worker(void *arg)
     if (p->remote) {
         int rc = hfs3_s3_new(p->remote, NULL, &c);
         if (rc < 0) {
-            pthread_mutex_lock(&p->mu);
-            if (!p->rc) {
-                p->rc = rc;
-                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
-            }
-            pthread_mutex_unlock(&p->mu);
+            pool_fail(p, rc);
             return NULL;
         }
     }
@@ -43,14 +49,8 @@ static void *pool_worker(void *arg)
         if (stop)
             break;
         int rc = p->fn(p->ud, i, c);
-        if (rc < 0) {
-            pthread_mutex_lock(&p->mu);
-            if (!p->rc) {
-                p->rc = rc;
-                snprintf(p->msg, sizeof p->msg, "%s", hfs3_errmsg());
-            }
-            pthread_mutex_unlock(&p->mu);
-        }
+        if (rc < 0)
+            pool_fail(p, rc);
     }
     hfs3_s3_free(c);
     return NULL;
