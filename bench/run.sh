@@ -15,5 +15,5 @@ echo "bench: generating a ${gib} GiB model in 4 shards + small files, uploading 
 python3 scripts/gen_model.py flat "$WORK/model" --shards "$mb,$mb,$mb,$mb" --seed 11
 rclone copy "$WORK/model" s3test:models/bench
 python3 bench/hash_bench.py "$WORK/model" s3test:models/bench "${BENCH_ROUNDS:-3}"
-for b in bench/bench_*.sh; do [ -e "$b" ] && WORK=$WORK bash "$b"; done
+for b in bench/bench_*.sh; do [ -e "$b" ] && WORK=$WORK HFS3_ROOT=$ROOT bash "$b"; done
 exit 0

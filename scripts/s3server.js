@@ -7,11 +7,12 @@ const path = require('path');
 const [port, dir, buckets] = process.argv.slice(2);
 const major = parseInt(process.versions.node.split('.')[0], 10);
 let S3rver;
-if (major >= 20) {
+if (major >= 20 && !process.env.S3ENV_LEGACY) {
   S3rver = require(path.join(__dirname, '..', 'node_modules', '@20minutes', 's3rver'));
 } else {
   process.stderr.write('s3server: WARNING node ' + process.versions.node +
-    ' < 20: using s3rver 3.7.1, which does NOT verify request signatures\n');
+    (major >= 20 ? ' (S3ENV_LEGACY set)' : ' < 20') + ': using s3rver 3.7.1, which does NOT verify request signatures\n');
+  process.stdout.write('legacy\n');
   S3rver = require(path.join(__dirname, 'legacy-s3rver', 'node_modules', 's3rver'));
 }
 const srv = new S3rver({

@@ -80,14 +80,18 @@ expect_exit 1 "verify --deep after a change" $H verify --deep $R
 ok "verify catches a changed object"
 
 # a wrong secret: exit 1, one line naming SignatureDoesNotMatch, the secret nowhere
-export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=NotTheSecret-7f3a9c
-expect_exit 1 "wrong secret" $H show $R
-one_line "$WORK/err"; grep -q SignatureDoesNotMatch "$WORK/err" || fail "names SignatureDoesNotMatch"
-! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked"
-expect_exit 1 "wrong secret build" env HFS3_LOG=debug $H build $R
-! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked in debug"
-export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=S3RVER
-ok "wrong secret: $(cat "$WORK/err")"
+if [ "$S3_VERIFIES_SIGNATURES" = 1 ]; then
+  export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=NotTheSecret-7f3a9c
+  expect_exit 1 "wrong secret" $H show $R
+  one_line "$WORK/err"; grep -q SignatureDoesNotMatch "$WORK/err" || fail "names SignatureDoesNotMatch"
+  ! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked"
+  expect_exit 1 "wrong secret build" env HFS3_LOG=debug $H build $R
+  ! grep -q "NotTheSecret-7f3a9c" "$WORK/out" "$WORK/err" || fail "secret leaked in debug"
+  export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=S3RVER
+  ok "wrong secret: $(cat "$WORK/err")"
+else
+  echo "skip: the fallback S3 server (node < 20) does not verify signatures"
+fi
 
 expect_exit 2 "unknown remote" $H show nosuch:models/flat; one_line "$WORK/err"
 expect_exit 2 "bad flag" $H build --frobnicate $R
