@@ -206,14 +206,8 @@ char *hfs3_cache_path(const hfs3_cache *c, const char *sub, const char *name, co
 
 int hfs3_cache_create(const char *path, int flags, mode_t mode)
 {
-    int fd = open(path, flags | O_CREAT | O_CLOEXEC, mode);
-    if (fd < 0)
-        return hfs3_err(-errno, "%s: %s", path, strerror(errno));
-    struct stat st;
-    /* the umask may have taken group bits a shared cache needs; only the owner can put them back */
-    if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != mode)
-        (void)fchmod(fd, mode);
-    return fd;
+    /* exact: the umask may have taken group bits a shared cache needs */
+    return hfs3_create_file(path, flags, (int)mode, 1);
 }
 
 int hfs3_cache_lock(const hfs3_cache *c, const char *path, int nonblock, int *fd, int *waited)
@@ -257,44 +251,7 @@ void hfs3_cache_unlock(int fd)
 
 int hfs3_cache_write_atomic(const char *path, const void *data, size_t n, mode_t mode)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
-    int fd = hfs3_cache_create(tmp, O_WRONLY | O_TRUNC, mode);
-    if (fd < 0)
-        return fd;
-    const char *p = data;
-    size_t left = n;
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return hfs3_err(-e, "%s: write: %s", tmp, strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) < 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return hfs3_err(-e, "%s: fsync: %s", tmp, strerror(e));
-    }
-    if (close(fd) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return hfs3_err(-e, "%s: close: %s", tmp, strerror(e));
-    }
-    if (rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return hfs3_err(-e, "rename %s: %s", path, strerror(e));
-    }
-    return 0;
+    return hfs3_write_file_atomic_ex(path, data, n, (int)mode, 1);
 }
 
 void hfs3_cache_write_line(const hfs3_cache *c, const char *path, const char *msg)

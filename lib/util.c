@@ -327,14 +327,30 @@ int hfs3_read_file(const char *path, size_t max, char **out, size_t *len)
     return *out ? 0 : hfs3_err(-ENOMEM, "out of memory");
 }
 
+int hfs3_create_file(const char *path, int flags, int mode, int exact)
+{
+    int fd = open(path, flags | O_CREAT | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (exact && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (int)(st.st_mode & 07777) != mode)
+        (void)fchmod(fd, (mode_t)mode);
+    return fd;
+}
+
 int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode)
+{
+    return hfs3_write_file_atomic_ex(path, data, n, mode, 0);
+}
+
+int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact)
 {
     char tmp[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    int fd = hfs3_create_file(tmp, O_WRONLY | O_TRUNC, mode, exact);
     if (fd < 0)
-        return hfs3_err(-errno, "%s: %s", tmp, strerror(errno));
+        return fd;
     const char *p = data;
     size_t left = n;
     while (left) {
@@ -350,10 +366,16 @@ int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mod
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) < 0 || close(fd) < 0) {
+    if (fsync(fd) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return hfs3_err(-e, "%s: fsync: %s", tmp, strerror(e));
+    }
+    if (close(fd) < 0) {
         int e = errno;
         unlink(tmp);
-        return hfs3_err(-e, "%s: %s", tmp, strerror(e));
+        return hfs3_err(-e, "%s: close: %s", tmp, strerror(e));
     }
     if (rename(tmp, path) < 0) {
         int e = errno;

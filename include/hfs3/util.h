@@ -64,8 +64,14 @@ int hfs3_starts_with(const char *s, const char *prefix);
 int hfs3_ends_with(const char *s, const char *suffix);
 /* Reads a whole local file (at most max bytes) into *out (NUL-terminated). */
 int hfs3_read_file(const char *path, size_t max, char **out, size_t *len);
+/* open(path, flags | O_CREAT | O_CLOEXEC, mode). With exact set, the file ends up with exactly mode
+ * whatever the umask took (a shared cache needs its group bits), if this user owns it: only the owner
+ * may fchmod. Returns the fd. */
+int hfs3_create_file(const char *path, int flags, int mode, int exact);
 /* Writes data to path atomically: temp file in the same directory, fsync, rename. */
 int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode);
+/* The same; with exact set the file gets exactly mode, as with hfs3_create_file. */
+int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact);
 /* mkdir -p with the given mode for created directories. */
 int hfs3_mkdirs(const char *path, int mode);
 /* Number of online CPUs (>= 1). */

@@ -2,7 +2,7 @@
 #   fetch_model DIR          writes a small model (config.json, tokenizer.json, a 40 MiB model.safetensors,
 #                            sub/empty.txt) into DIR
 #   fetch_publish DIR REMOTE uploads it with rclone and writes its manifest (hfs3-manifest build)
-#   start_proxy NAME [RATE [FLAGS]]  starts tests/e2e/countproxy.py in front of the server; exports an rclone remote
+#   start_proxy NAME [RATE [FLAGS]]  starts tests/e2e/s3proxy.py in front of the server; exports an rclone remote
 #                            NAME: through it; the log is $WORK/NAME.log; PROXY_PIDS collects the pids
 #   blob_of FILE             the sha256 of a local file
 #   got_bytes LOG KEYPART    body bytes of GETs whose path contains KEYPART, from a proxy log
@@ -25,7 +25,7 @@ fetch_publish() {
 start_proxy() {
   local name=$1 rate=${2:-0} flags=${3:-} up=${S3_ENDPOINT#http://}
   local out=$WORK/$name.port
-  python3 "$HFS3_ROOT/tests/e2e/countproxy.py" --target "$up" --log "$WORK/$name.log" --rate "$rate" $flags >"$out" &
+  python3 "$HFS3_ROOT/tests/e2e/s3proxy.py" --target "$up" --log "$WORK/$name.log" --rate "$rate" $flags >"$out" &
   PROXY_PIDS="$PROXY_PIDS $!"
   local i
   for i in $(seq 1 100); do grep -q '^port ' "$out" 2>/dev/null && break; sleep 0.1; done
@@ -50,5 +50,6 @@ stop_proxies() {
 blob_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 got_bytes() {
-  awk -v k="$2" '$1 == "GET" && index($2, k) { sub("bytes=", "", $5); n += $5 } END { print n + 0 }' "$1"
+  awk -v k="$2" '$2 == "GET" && index($3, k) { for (i = 4; i <= NF; i++) if ($i ~ /^bytes=/) n += substr($i, 7) }
+                END { print n + 0 }' "$1"
 }

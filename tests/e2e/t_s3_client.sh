@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t_s3_client.sh - lib/s3.c against the real S3 server (s3rver, which verifies SigV4), through s3cli:
 # ListObjectsV2 over 1000 keys (continuation tokens), ranged GET, HEAD, PUT, awkward keys, 404, a wrong
-# secret, and retries/resumption through tests/e2e/faultproxy.py (503s and a body cut mid-way).
+# secret, and retries/resumption through tests/e2e/s3proxy.py (503s and a body cut mid-way).
 set -u
 source "$HFS3_ROOT/scripts/s3env.sh"
 s3env_start "$WORK" || exit 1
@@ -93,7 +93,7 @@ cmp "$WORK/anon.get" "$D/m/big.bin"; res "anonymous (unsigned) GET"
 proxy() {
   [ -n "$PROXY_PID" ] && { kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; }
   PLOG=$WORK/proxy.$RANDOM.log
-  python3 "$HFS3_ROOT/tests/e2e/faultproxy.py" --target "127.0.0.1:$S3_PORT" --log "$PLOG" "$@" >"$WORK/proxy.out" &
+  python3 "$HFS3_ROOT/tests/e2e/s3proxy.py" --target "127.0.0.1:$S3_PORT" --log "$PLOG" "$@" >"$WORK/proxy.out" &
   PROXY_PID=$!
   local i
   for i in $(seq 1 100); do grep -q '^port ' "$WORK/proxy.out" 2>/dev/null && break; sleep 0.05; done

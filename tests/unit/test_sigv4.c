@@ -29,24 +29,18 @@ static char *slurp(const char *path)
     return s;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes s[0..n) into a new string ('+' stays '+': the suite never means space by it). */
 static char *pct_decode(const char *s, size_t n)
 {
     char *o = malloc(n + 1), *p = o;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            *p++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        /* hfs3_unhex wants exactly the two digits, NUL-terminated */
+        char hex[3] = {0};
+        unsigned char c;
+        if (s[i] == '%' && i + 2 < n)
+            memcpy(hex, s + i + 1, 2);
+        if (hex[0] && hfs3_unhex(hex, &c, 1) == 0) {
+            *p++ = (char)c;
             i += 2;
         } else {
             *p++ = s[i];

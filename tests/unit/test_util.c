@@ -2,7 +2,12 @@
 #include "hfs3/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void buf_cap(void)
 {
@@ -51,10 +56,73 @@ static void errors(void)
     CHECK_EQ_STR(hfs3_errmsg(), "remote r:: key a/b");
 }
 
+static int mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/* hfs3_write_file_atomic keeps what the umask takes; the _ex form and hfs3_create_file with exact set
+ * do not (the cache's shared mode needs its group bits). */
+static void files(void)
+{
+    char dir[] = "/tmp/hfs3-test-util.XXXXXX", p[256], q[256], r[256], bad[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/plain", dir);
+    snprintf(q, sizeof q, "%s/exact", dir);
+    snprintf(r, sizeof r, "%s/created", dir);
+    snprintf(bad, sizeof bad, "%s/missing/x", dir);
+    mode_t old = umask(027);
+
+    CHECK_EQ_INT(hfs3_write_file_atomic(p, "first", 5, 0664), 0);
+    CHECK_EQ_INT(hfs3_write_file_atomic(p, "second", 6, 0664), 0);
+    char *s = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hfs3_read_file(p, 100, &s, &n), 0);
+    CHECK_EQ_STR(s, "second");
+    CHECK_EQ_INT(n, 6);
+    free(s);
+    CHECK_EQ_INT(mode_of(p), 0640);
+
+    CHECK_EQ_INT(hfs3_write_file_atomic_ex(q, "x", 1, 0664, 1), 0);
+    CHECK_EQ_INT(mode_of(q), 0664);
+    CHECK_EQ_INT(hfs3_write_file_atomic_ex(q, "", 0, 0440, 1), 0);
+    CHECK_EQ_INT(mode_of(q), 0440);
+    CHECK_EQ_INT(hfs3_read_file(q, 100, &s, &n), 0);
+    CHECK_EQ_INT(n, 0);
+    free(s);
+
+    int fd = hfs3_create_file(r, O_RDWR, 0660, 1);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_EQ_INT(mode_of(r), 0660);
+    unlink(r);
+    fd = hfs3_create_file(r, O_RDWR, 0660, 0);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_EQ_INT(mode_of(r), 0640);
+
+    CHECK_EQ_INT(hfs3_write_file_atomic_ex(bad, "x", 1, 0600, 1), -ENOENT);
+    CHECK(strstr(hfs3_errmsg(), "/missing/x.tmp.") != NULL);
+    CHECK_EQ_INT(hfs3_create_file(bad, O_RDWR, 0600, 0), -ENOENT);
+    CHECK(strstr(hfs3_errmsg(), bad) != NULL);
+
+    umask(old);
+    /* the temp file was renamed away, not left beside */
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s/plain.tmp.%ld", dir, (long)getpid());
+    CHECK(access(tmp, F_OK) < 0);
+    unlink(p);
+    unlink(q);
+    unlink(r);
+    CHECK_EQ_INT(rmdir(dir), 0);
+}
+
 int main(void)
 {
     TEST(buf_cap);
     TEST(hex_sha);
     TEST(errors);
+    TEST(files);
     return t_done("test_util");
 }
