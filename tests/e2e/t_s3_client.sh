@@ -77,12 +77,16 @@ s3 get x/m/missing.bin >"$WORK/404.out" 2>"$WORK/404.err"; rc=$?
 s3 head x/m/missing.bin 2>"$WORK/h404.err"; rc=$?
 [ "$rc" -eq 1 ] && grep -q 'HEAD models/x/m/missing.bin: 404' "$WORK/h404.err"; res "HEAD 404 says the status"
 SECRET=NotTheRightSecret9f3k2
-"$CLI" "$S3_ENDPOINT" models S3RVER "$SECRET" get x/m/big.bin >"$WORK/sig.out" 2>"$WORK/sig.err"; rc=$?
-[ "$rc" -eq 1 ]; res "wrong secret: exit 1"
-[ "$(lines "$WORK/sig.err")" -eq 1 ] && grep -q '403 SignatureDoesNotMatch' "$WORK/sig.err"; res "wrong secret: one line naming SignatureDoesNotMatch"
-! grep -qF "$SECRET" "$WORK/sig.out" "$WORK/sig.err"; res "wrong secret: the secret appears nowhere"
-HFS3_LOG=debug "$CLI" "$S3_ENDPOINT" models S3RVER "$SECRET" list x/m/ >"$WORK/sigl.out" 2>"$WORK/sigl.err"; rc=$?
-[ "$rc" -eq 1 ] && ! grep -qF "$SECRET" "$WORK/sigl.out" "$WORK/sigl.err" && ! grep -qi 'authorization' "$WORK/sigl.err"; res "wrong secret on LIST: exit 1, no secret even at debug level"
+if [ "$S3_VERIFIES_SIGNATURES" = 1 ]; then
+  "$CLI" "$S3_ENDPOINT" models S3RVER "$SECRET" get x/m/big.bin >"$WORK/sig.out" 2>"$WORK/sig.err"; rc=$?
+  [ "$rc" -eq 1 ]; res "wrong secret: exit 1"
+  [ "$(lines "$WORK/sig.err")" -eq 1 ] && grep -q '403 SignatureDoesNotMatch' "$WORK/sig.err"; res "wrong secret: one line naming SignatureDoesNotMatch"
+  ! grep -qF "$SECRET" "$WORK/sig.out" "$WORK/sig.err"; res "wrong secret: the secret appears nowhere"
+  HFS3_LOG=debug "$CLI" "$S3_ENDPOINT" models S3RVER "$SECRET" list x/m/ >"$WORK/sigl.out" 2>"$WORK/sigl.err"; rc=$?
+  [ "$rc" -eq 1 ] && ! grep -qF "$SECRET" "$WORK/sigl.out" "$WORK/sigl.err" && ! grep -qi 'authorization' "$WORK/sigl.err"; res "wrong secret on LIST: exit 1, no secret even at debug level"
+else
+  echo "skip - wrong secret: the fallback S3 server (node < 20) does not verify signatures"
+fi
 "$CLI" http://127.0.0.1:1 models S3RVER S3RVER get x 2>"$WORK/conn.err" >/dev/null; rc=$?
 [ "$rc" -eq 1 ] && grep -q 'GET models/x: .*(after 6 attempts)' "$WORK/conn.err"; res "connection refused: exit 1 after retries"
 "$CLI" "$S3_ENDPOINT" models - - get x/m/big.bin >"$WORK/anon.get" 2>/dev/null
@@ -150,8 +154,10 @@ S3CLI_SESSION_TOKEN=TokenSecretQ7w8e9 HFS3_LOG=debug viaproxy get x/m/big.bin 0 
 res "a session token is signed and sent, never printed"
 
 : >"$PLOG"
-S3CLI_BACKOFF_MS=10 "$CLI" "$PROXY" models S3RVER "$SECRET" get x/m/big.bin >/dev/null 2>&1; rc=$?
-[ "$rc" -eq 1 ] && [ "$(lines "$PLOG")" -eq 1 ]; res "403 is not retried"
+if [ "$S3_VERIFIES_SIGNATURES" = 1 ]; then
+  S3CLI_BACKOFF_MS=10 "$CLI" "$PROXY" models S3RVER "$SECRET" get x/m/big.bin >/dev/null 2>&1; rc=$?
+  [ "$rc" -eq 1 ] && [ "$(lines "$PLOG")" -eq 1 ]; res "403 is not retried"
+fi
 viaproxy head x/m/big.bin >"$WORK/p5.out"
 grep -q "^300007 \"$md5\"" "$WORK/p5.out"; res "HEAD through the proxy"
 
