@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hfs3/cache.h"
 #include "hfs3/manifest.h"
 #include "hfs3/util.h"
 
@@ -154,37 +155,62 @@ out:
     return rc;
 }
 
+/* mkdir with exactly mode: the umask would cut the group bits a shared cache needs. An existing directory
+ * is left as it is (in a shared cache it may be another user's, and only the owner may chmod it). */
+static int make_dir(const char *p, mode_t mode)
+{
+    if (mkdir(p, mode) == 0) {
+        if (chmod(p, mode) < 0)
+            return hfs3_err(-errno, "index: chmod %s: %s", p, strerror(errno));
+        return 0;
+    }
+    if (errno != EEXIST)
+        return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
+    return 0;
+}
+
 /* Creates mount_dir/tree and one directory per dir entry (parents come first in manifest order). */
-static int make_tree(const hfs3_manifest *m, const char *mount_dir, int mode)
+static int make_tree(const hfs3_manifest *m, const char *mount_dir, mode_t mode)
 {
     char p[HFS3_MAX_PATH + 512];
     int n = snprintf(p, sizeof p, "%s/tree", mount_dir);
     if (n < 0 || (size_t)n >= sizeof p)
         return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
-    if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
-        return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
-    for (size_t i = 0; i < m->n; i++) {
+    int rc = make_dir(p, mode);
+    for (size_t i = 0; i < m->n && rc == 0; i++) {
         if (m->entries[i].type != HFS3_DIR)
             continue;
         int k = snprintf(p + n, sizeof p - (size_t)n, "/%s", m->entries[i].path);
         if (k < 0 || (size_t)k >= sizeof p - (size_t)n)
             return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", m->entries[i].path);
-        if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
-            return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
+        rc = make_dir(p, mode);
         p[n] = 0;
     }
+    return rc;
+}
+
+/* A shared cache (setgid + group-writable, the rule of hfs3_cache_check_dir) gives the group access. Asked of
+ * mount_dir's parent (CACHE/mounts, which hfs3_cache_open makes with the cache's exact mode) rather than of
+ * mount_dir itself: a shim may have created that one first, with its own mode. */
+static int is_shared(const char *mount_dir, int *shared)
+{
+    char p[HFS3_MAX_PATH + 512];
+    int n = snprintf(p, sizeof p, "%s/..", mount_dir);
+    if (n < 0 || (size_t)n >= sizeof p)
+        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
+    struct stat st;
+    if (stat(mount_dir, &st) < 0 || stat(p, &st) < 0)
+        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
+    *shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
     return 0;
 }
 
 int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
 {
-    struct stat st;
-    if (stat(mount_dir, &st) < 0)
-        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
-    /* a shared cache (group-writable, setgid) keeps group access; a private one stays private */
-    int shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
-    int rc = make_tree(m, mount_dir, shared ? 02770 : 0700);
-    if (rc < 0)
+    int shared = 0, rc;
+    if ((rc = is_shared(mount_dir, &shared)) < 0)
+        return rc;
+    if ((rc = make_tree(m, mount_dir, shared ? 02770 : 0700)) < 0)
         return rc;
     hfs3_buf b;
     hfs3_buf_init(&b, (size_t)1 << 31);
@@ -197,7 +223,8 @@ int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
         hfs3_buf_free(&b);
         return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
     }
-    rc = hfs3_write_file_atomic(p, b.data, b.len, shared ? 0440 : 0400);
+    /* the mode is set before the rename: a reader never sees an index its group cannot open */
+    rc = hfs3_cache_write_atomic(p, b.data, b.len, shared ? 0440 : 0400);
     hfs3_buf_free(&b);
     return rc;
 }

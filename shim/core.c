@@ -78,43 +78,56 @@ static void after_fork_child(void)
             __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
 }
 
+/* Path components: skips the '/'s at *p, points *s at the component there and moves *p past it. Its length,
+ * 0 at the end of the path (*s then points at the end). */
+static size_t next_comp(const char **p, const char **s)
+{
+    const char *q = *p;
+    while (*q == '/')
+        q++;
+    *s = q;
+    while (*q && *q != '/')
+        q++;
+    *p = q;
+    return (size_t)(q - *s);
+}
+
+/* 1 for ".", 2 for "..", else 0. */
+static int dot_comp(const char *s, size_t n)
+{
+    return n == 1 && s[0] == '.' ? 1 : n == 2 && s[0] == '.' && s[1] == '.' ? 2 : 0;
+}
+
+/* The length of buf[0..len) without its last component ("/a/b" -> "/a", "/a" -> ""): how ".." goes up. */
+static size_t drop_comp(const char *buf, size_t len)
+{
+    while (len > 0 && buf[len - 1] != '/')
+        len--;
+    return len > 0 ? len - 1 : 0;
+}
+
 /* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
  * 0 or -ENAMETOOLONG. */
 static int normalise(const char *in, char *out, size_t outn, int *slash)
 {
-    size_t o = 0;
-    const char *p = in;
+    size_t o = 0, n;
+    const char *p = in, *s;
     int trailing = 0;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        if (!*p) {
-            trailing = 1;
-            break;
-        }
-        const char *s = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - s);
-        trailing = 0;
-        if (n == 1 && s[0] == '.') {
-            trailing = 1;
+    while ((n = next_comp(&p, &s))) {
+        int dot = dot_comp(s, n);
+        trailing = dot != 0;
+        if (dot == 2)
+            o = drop_comp(out, o);
+        if (dot)
             continue;
-        }
-        if (n == 2 && s[0] == '.' && s[1] == '.') {
-            while (o > 0 && out[o - 1] != '/')
-                o--;
-            if (o > 0)
-                o--;
-            trailing = 1;
-            continue;
-        }
         if (o + 1 + n + 1 > outn)
             return -ENAMETOOLONG;
         out[o++] = '/';
         memcpy(out + o, s, n);
         o += n;
     }
+    if (p > in && p[-1] == '/')
+        trailing = 1;
     if (o == 0)
         out[o++] = '/';
     out[o] = 0;
@@ -242,14 +255,9 @@ __attribute__((constructor)) static void shim_ctor(void)
 
 static int classify_abs(const char *path, struct sh_loc *l)
 {
-    const char *p = path;
-    while (*p == '/')
-        p++;
-    const char *s = p;
-    while (*p && *p != '/')
-        p++;
-    size_t n = (size_t)(p - s);
-    int maybe = (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
+    const char *p = path, *s;
+    size_t n = next_comp(&p, &s);
+    int maybe = dot_comp(s, n) != 0;
     for (int i = 0; i < sh_nmounts && !maybe; i++)
         if (first_len[i] - 1 == n && !memcmp(sh_mounts[i].path + 1, s, n))
             maybe = 1;
@@ -411,23 +419,14 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
     size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
     res[0] = 0;
     int hops = 0;
-    char *p = rem;
-    for (;;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        char *s = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - s);
-        if (n == 1 && s[0] == '.')
+    const char *p = rem, *s;
+    size_t n;
+    while ((n = next_comp(&p, &s))) {
+        int dot = dot_comp(s, n);
+        if (dot == 1)
             continue;
-        if (n == 2 && s[0] == '.' && s[1] == '.') {
-            while (rl > 0 && res[rl - 1] != '/')
-                rl--;
-            if (rl > 0)
-                rl--;
+        if (dot == 2) {
+            rl = drop_comp(res, rl);
             res[rl] = 0;
             continue;
         }
@@ -774,21 +773,15 @@ static int walk(const struct sh_mount *m, const char *rel, int follow, uint32_t 
     strcpy(rem, rel);
     uint32_t cur = 0;
     int hops = 0;
-    char *p = rem;
-    for (;;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            break;
-        char *s = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - s);
-        if (n == 1 && s[0] == '.')
+    const char *p = rem, *s;
+    size_t n;
+    while ((n = next_comp(&p, &s))) {
+        int dot = dot_comp(s, n);
+        if (dot == 1)
             continue;
         if (m->ents[cur].type != HFS3_IX_DIR)
             return -ENOTDIR;
-        if (n == 2 && s[0] == '.' && s[1] == '.') {
+        if (dot == 2) {
             if (cur == 0)
                 return -ENOENT;   /* a valid manifest never leaves its tree */
             cur = m->ents[cur].parent;
@@ -986,6 +979,30 @@ void sh_fd_dup(int from, int to)
     fdtab[to].dev = fdtab[from].dev;
     fdtab[to].ino = fdtab[from].ino;
     __atomic_store_n(&fdtab[to].kind, fdtab[from].kind, __ATOMIC_RELEASE);
+}
+
+void sh_fd_drop(int fd)
+{
+    int e = errno;
+    sh_fd_clear(fd);
+    sh_r.close(fd);
+    errno = e;
+}
+
+void *sh_open_stream(const struct sh_loc *l, int flags, void *(*wrap)(int, const void *), const void *arg, int e)
+{
+    int fd = sh_open(l, flags, 0);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    void *stream = wrap(fd, arg);
+    if (!stream) {
+        sh_fd_drop(fd);
+        return NULL;
+    }
+    errno = e;
+    return stream;
 }
 
 int sh_fd_ours(int fd)

@@ -94,23 +94,14 @@ static DIR *dir_new(int fd, const struct sh_loc *l)
     return (DIR *)d;
 }
 
-static DIR *opendir_ours(int dirfd, const struct sh_loc *l, int e)
+static void *wrap_dir(int fd, const void *l)
 {
-    int fd = sh_open(l, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0) {
-        errno = -fd;
-        return NULL;
-    }
-    DIR *d = dir_new(fd, l);
-    if (!d) {
-        int e2 = errno;
-        sh_fd_clear(fd);
-        REAL(close, int (*)(int))(fd);
-        errno = e2;
-        return NULL;
-    }
-    errno = e;
-    return d;
+    return dir_new(fd, l);
+}
+
+static DIR *opendir_ours(const struct sh_loc *l, int e)
+{
+    return sh_open_stream(l, O_RDONLY | O_DIRECTORY | O_CLOEXEC, wrap_dir, l, e);
 }
 
 typedef DIR *(*opendir_fn)(const char *);
@@ -130,7 +121,7 @@ SH_EXPORT DIR *opendir(const char *p)
         if (d || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
             return d;
     }
-    return opendir_ours(AT_FDCWD, &l, e);
+    return opendir_ours(&l, e);
 }
 
 SH_EXPORT DIR *fdopendir(int fd)
@@ -271,7 +262,7 @@ typedef int (*cmp_fn)(const struct dirent **, const struct dirent **);
 
 static int scan_ours(const struct sh_loc *l, struct dirent ***list, filt_fn filter, cmp_fn compar, int e)
 {
-    DIR *dp = opendir_ours(AT_FDCWD, l, e);
+    DIR *dp = opendir_ours(l, e);
     if (!dp)
         return -1;
     struct dirent **v = NULL, *x;

@@ -140,24 +140,19 @@ static int fmode_flags(const char *mode)
     return fl;
 }
 
+static void *wrap_fdopen(int fd, const void *mode)
+{
+    return fdopen(fd, mode);
+}
+
 static FILE *fopen_ours(const struct sh_loc *l, const char *mode, int e)
 {
     int fl = fmode_flags(mode);
-    int fd = fl < 0 ? fl : sh_open(l, fl, 0);
-    if (fd < 0) {
-        errno = -fd;
+    if (fl < 0) {
+        errno = -fl;
         return NULL;
     }
-    FILE *f = fdopen(fd, mode);
-    if (!f) {
-        int e2 = errno;
-        sh_fd_clear(fd);
-        REAL(close, int (*)(int))(fd);
-        errno = e2;
-        return NULL;
-    }
-    errno = e;
-    return f;
+    return sh_open_stream(l, fl, wrap_fdopen, mode, e);
 }
 
 typedef FILE *(*fopen_fn)(const char *, const char *);
@@ -206,15 +201,11 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
     /* reopen the stream on /dev/null, then put the mount file's descriptor under it */
     FILE *f = real("/dev/null", mode, stream);
     if (!f || dup3(fd, fileno(f), (fl & O_CLOEXEC)) < 0) {
-        int e2 = errno;
-        sh_fd_clear(fd);
-        REAL(close, int (*)(int))(fd);
-        errno = e2;
+        sh_fd_drop(fd);
         return NULL;
     }
     sh_fd_dup(fd, fileno(f));
-    sh_fd_clear(fd);
-    REAL(close, int (*)(int))(fd);
+    sh_fd_drop(fd);
     errno = e;
     return f;
 }

@@ -73,9 +73,11 @@ struct hfs3_index_entry {
 
 #ifndef HFS3_SHIM_BUILD
 struct hfs3_manifest;
-/* Installs what the shim needs for manifest m into mount_dir (CACHE/mounts/<key>/): the index file,
- * written atomically (temp + rename, so processes that mapped the old one keep it), and whatever else the
- * shim reads beside it (e.g. a directory skeleton). 0 or a negative errno with a message. */
+/* Installs what the shim needs for manifest m into mount_dir (CACHE/mounts/<key>/, which must exist): the
+ * index file, written atomically (temp + rename, so processes that mapped the old one keep it), and tree/.
+ * Modes are set whatever the umask, by the cache's rule: when mount_dir's parent (CACHE/mounts) is setgid
+ * and group-writable the cache is shared (new directories 02770, index 0440), else private (0700, 0400).
+ * Existing directories are left as they are. 0 or a negative errno with a message. */
 int hfs3_index_install(const struct hfs3_manifest *m, const char *mount_dir);
 #endif
 

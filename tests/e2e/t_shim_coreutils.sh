@@ -2,11 +2,8 @@
 # coreutils and bash under the shim: ls -l, cat, cp -r + diff -r, du -b, find, sha256sum, stat, readlink,
 # realpath, cd + pwd; write attempts fail with EROFS; the rest of the filesystem is untouched.
 set -u
-source "$HFS3_ROOT/scripts/s3env.sh"
-s3env_start "$WORK" || exit 1
-trap s3env_stop EXIT
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
-shim_setup || exit 1
+shim_start
 S=$WORK/fx/src
 F=$M/flat H=$M/hf
 SNAP=$H/snapshots/$REV

@@ -3,10 +3,8 @@
 # manifest loops (the helper refuses it), a stale cached index when S3 is gone, and HFS3_OFFLINE with a file
 # not cached. Each is a directory whose inside fails with EIO (or is served from the cache), with one log line.
 set -u
-source "$HFS3_ROOT/scripts/s3env.sh"
-s3env_start "$WORK" || exit 1
-trap s3env_stop EXIT
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
+shim_s3
 python3 "$HFS3_ROOT/tests/e2e/shim_fixture.py" "$WORK/fx" >/dev/null || exit 1
 rclone copy --links "$WORK/fx/src/flat" s3test:models/flat || exit 1
 "$HFS3_BIN" build s3test:models/flat >/dev/null || exit 1

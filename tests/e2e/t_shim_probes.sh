@@ -2,11 +2,8 @@
 # The C probes (tests/probes/*.c, one per API family), each built plain, with -D_FILE_OFFSET_BITS=64 and
 # with -O2 -D_FORTIFY_SOURCE=2, run under the shim against the flat fixture mount.
 set -u
-source "$HFS3_ROOT/scripts/s3env.sh"
-s3env_start "$WORK" || exit 1
-trap s3env_stop EXIT
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
-shim_setup || exit 1
+shim_start
 shopt -s nullglob
 n=0
 for kind in plain lfs fort; do

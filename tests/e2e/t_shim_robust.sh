@@ -5,11 +5,8 @@
 # ignores SIGCHLD; a mount without a manifest or with a refused (looping) one is a dir whose inside fails
 # with EIO and one log line; HFS3_OFFLINE; a real symlink into a mount; root-level ancestors.
 set -u
-source "$HFS3_ROOT/scripts/s3env.sh"
-s3env_start "$WORK" || exit 1
-trap s3env_stop EXIT
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
-shim_setup || exit 1
+shim_start
 cd "$WORK"
 F=$M/flat
 export HFS3_CACHE_DIR=$WORK/cache2 FAKE_LOG=$WORK/fake.log FAKE_FX=$WORK/fx FAKE_MK=$MK
