@@ -125,6 +125,13 @@ typedef struct meta_ctx {
 static int meta_job(void *ud, size_t i, hfs3_s3 *c)
 {
     meta_ctx *m = ud;
+    if (m->st->o->local_dir) {
+        /* --local: the folder rclone uploaded holds the same bookkeeping; reading it saves a GET each */
+        char path[HFS3_MAX_PATH * 2];
+        snprintf(path, sizeof path, "%s/%s", m->st->o->local_dir, m->st->meta_keys[i]);
+        if (hfs3_read_file(path, MAX_SMALL_OBJECT, &m->bodies[i], NULL) == 0)
+            return 0;
+    }
     char *key = hfs3_remote_key(m->st->r, m->st->meta_keys[i]);
     if (!key)
         return hfs3_err(-ENOMEM, "out of memory");
