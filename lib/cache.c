@@ -121,8 +121,7 @@ void hfs3_cache_free(hfs3_cache *c)
     free(c);
 }
 
-/* mkdir with exactly mode (the umask would strip group bits); an existing one must be a real directory. */
-static int make_subdir(const char *path, mode_t mode)
+int hfs3_cache_mkdir(const char *path, mode_t mode)
 {
     if (mkdir(path, mode) == 0) {
         if (chmod(path, mode) < 0)
@@ -177,7 +176,7 @@ int hfs3_cache_open(const char *dir, hfs3_cache **out)
             rc = hfs3_err(-ENOMEM, "out of memory");
             goto fail;
         }
-        rc = make_subdir(p, c->dir_mode);
+        rc = hfs3_cache_mkdir(p, c->dir_mode);
         free(p);
         if (rc < 0)
             goto fail;
@@ -280,7 +279,7 @@ int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, char **out)
     char *d = hfs3_cache_path(c, "mounts", key, NULL);
     if (!d)
         return hfs3_err(-ENOMEM, "out of memory");
-    int rc = make_subdir(d, c->dir_mode);
+    int rc = hfs3_cache_mkdir(d, c->dir_mode);
     if (rc < 0) {
         free(d);
         return rc;
@@ -328,24 +327,6 @@ int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out)
 static int ts_ge(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
-}
-
-/* hfs3_index_install, then the group's read access in a shared cache (whatever the umask took). */
-static int install_index(const hfs3_cache *c, const hfs3_manifest *m, const char *mdir, const char *p_index)
-{
-    /* index.c creates tree/ directories and the index with modes the umask can cut: in a shared cache
-     * the group must keep its access (a 077 umask would lock the other users out of tree/). The helper
-     * runs no other threads while it refreshes, so a temporary umask is safe here. */
-    mode_t old = 0;
-    if (c->shared)
-        old = umask(0007);
-    int rc = hfs3_index_install(m, mdir);
-    if (c->shared) {
-        umask(old);
-        if (rc == 0)
-            (void)chmod(p_index, 0440);
-    }
-    return rc;
 }
 
 /* The network half of a refresh: GET (If-None-Match) and install. 0, or an error with its message. */
@@ -397,7 +378,7 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, const char *
         free(text);
         if (rc < 0)
             goto wrap;
-        if ((rc = install_index(c, m, mdir, p_index)) < 0)
+        if ((rc = hfs3_index_install(m, mdir)) < 0)
             goto wrap;
         goto out;
     }
@@ -414,7 +395,7 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, const char *
     } else {
         unlink(p_etag);
     }
-    if ((rc = install_index(c, m, mdir, p_index)) < 0)
+    if ((rc = hfs3_index_install(m, mdir)) < 0)
         goto wrap;
     hfs3_debug("%s: manifest installed (%zu entries)", r->spec, m->n);
     goto out;

@@ -155,20 +155,6 @@ out:
     return rc;
 }
 
-/* mkdir with exactly mode: the umask would cut the group bits a shared cache needs. An existing directory
- * is left as it is (in a shared cache it may be another user's, and only the owner may chmod it). */
-static int make_dir(const char *p, mode_t mode)
-{
-    if (mkdir(p, mode) == 0) {
-        if (chmod(p, mode) < 0)
-            return hfs3_err(-errno, "index: chmod %s: %s", p, strerror(errno));
-        return 0;
-    }
-    if (errno != EEXIST)
-        return hfs3_err(-errno, "index: mkdir %s: %s", p, strerror(errno));
-    return 0;
-}
-
 /* Creates mount_dir/tree and one directory per dir entry (parents come first in manifest order). */
 static int make_tree(const hfs3_manifest *m, const char *mount_dir, mode_t mode)
 {
@@ -176,14 +162,14 @@ static int make_tree(const hfs3_manifest *m, const char *mount_dir, mode_t mode)
     int n = snprintf(p, sizeof p, "%s/tree", mount_dir);
     if (n < 0 || (size_t)n >= sizeof p)
         return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
-    int rc = make_dir(p, mode);
+    int rc = hfs3_cache_mkdir(p, mode);
     for (size_t i = 0; i < m->n && rc == 0; i++) {
         if (m->entries[i].type != HFS3_DIR)
             continue;
         int k = snprintf(p + n, sizeof p - (size_t)n, "/%s", m->entries[i].path);
         if (k < 0 || (size_t)k >= sizeof p - (size_t)n)
             return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", m->entries[i].path);
-        rc = make_dir(p, mode);
+        rc = hfs3_cache_mkdir(p, mode);
         p[n] = 0;
     }
     return rc;

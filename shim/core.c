@@ -559,11 +559,28 @@ static void reap(pid_t pid)
         ;
 }
 
+/* 1 when CACHE is shared with a group: it exists setgid and group-writable (hfs3_cache_check_dir's rule, so the
+ * shim and the helper agree). What the shim creates there must then keep the group's access whatever the umask:
+ * another user of the group takes the same lock files and creates entries in the same directories. Asked at each
+ * creation (first-touch code, never the fast path): CACHE may appear, made by the shim itself, in between. */
+static int cache_shared(void)
+{
+    struct stat st;
+    return sh_r.stat(sh_cache, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+}
+
+/* Opens (creating) the lock file at path and flock()s it: 0600, or 0660 in a shared cache (fchmod when we own it:
+ * the umask may have cut the group bits, and a lock file another user cannot open read-write breaks every later
+ * open of that file for them). The descriptor, or -errno. */
 static int lock_file(const char *path)
 {
-    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    mode_t mode = cache_shared() ? 0660 : 0600;
+    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode);
     if (fd < 0)
         return -errno;
+    struct stat st;
+    if (mode == 0660 && sh_r.fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != mode)
+        (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
     while (flock(fd, LOCK_EX) < 0) {
         if (errno != EINTR) {
             int e = errno;
@@ -604,8 +621,12 @@ static int run_locked(const char *lockpath, const char *done_path, char **argv, 
     return 0;
 }
 
+/* mkdir -p of a path under CACHE: 0700 under the umask, or 02770 in a shared cache (chmod of the directories
+ * this call created, so the umask cannot cut the group's bits; existing ones are left as they are). */
 static void mkdirs(const char *path)
 {
+    int shared = cache_shared();
+    mode_t mode = shared ? 02770 : 0700;
     char b[SH_PATH];
     size_t n = strlen(path);
     if (n >= sizeof b)
@@ -615,7 +636,8 @@ static void mkdirs(const char *path)
         if (*p == '/' || !*p) {
             char c = *p;
             *p = 0;
-            sh_r.mkdir(b, 0700);
+            if (sh_r.mkdir(b, mode) == 0 && shared)
+                (void)REAL(chmod, int (*)(const char *, mode_t))(b, mode);
             *p = c;
             if (!c)
                 break;

@@ -48,6 +48,12 @@ void hfs3_cache_unlock(int fd);
  * Returns the descriptor (O_CLOEXEC) or a negative errno with a message naming the path. */
 int hfs3_cache_create(const char *path, int flags, mode_t mode);
 
+/* mkdir with exactly mode (chmod after it: the umask would cut the group bits a shared cache needs). An
+ * existing one is left as it is (in a shared cache it may be another user's, and only its owner may chmod
+ * it) but must be a real directory (not a symlink) that others cannot write: -ENOTDIR or -EPERM otherwise,
+ * with a message naming the path. */
+int hfs3_cache_mkdir(const char *path, mode_t mode);
+
 /* Writes data to path atomically (temp beside it, fchmod mode, fsync, rename). */
 int hfs3_cache_write_atomic(const char *path, const void *data, size_t n, mode_t mode);
 
