@@ -16,9 +16,10 @@ void cmd_progress(void *ud, const char *phase, uint64_t done, uint64_t total, si
     if (!started)
         started = hfs3_now();
     double secs = hfs3_now() - started;
-    double mbs = secs > 0 ? (double)done / 1e6 / secs : 0;
-    fprintf(stderr, "\r\033[K%s: %zu/%zu files, %.1f/%.1f MiB, %.0f MB/s", phase, files_done, files_total,
-            (double)done / 1048576.0, (double)total / 1048576.0, mbs);
+    fprintf(stderr, "\r\033[K%s: %zu/%zu files, %.1f/%.1f MiB", phase, files_done, files_total,
+            (double)done / 1048576.0, (double)total / 1048576.0);
+    if (secs >= 0.5) /* a rate over a few milliseconds means nothing */
+        fprintf(stderr, ", %.0f MB/s", (double)done / 1e6 / secs);
     fflush(stderr);
 }
 
