@@ -118,6 +118,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(TOOL_BIN)
 	@BUILD=$(BUILD) bash bench/run.sh
 
 install: all

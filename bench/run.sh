@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD BUILD=${BUILD:-build}
-export HFS3_BIN=$ROOT/$BUILD/bin/hfs3-manifest HFS3_SHIM=$ROOT/$BUILD/lib/libhfs3shim.so
+export BUILD HFS3_BIN=$ROOT/$BUILD/bin/hfs3-manifest HFS3_SHIM=$ROOT/$BUILD/lib/libhfs3shim.so
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hfs3-bench.XXXXXX")
 source scripts/s3env.sh
 s3env_start "$WORK"
