@@ -340,8 +340,8 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, const char *
     hfs3_buf_init(&doc, HFS3_MAX_DOC);
     hfs3_s3_get g = {0};
     char *key = hfs3_remote_manifest_key(r);
-    char *p_index = join2(mdir, "index"), *p_etag = join2(mdir, "etag"), *p_doc = join2(mdir, "manifest.json");
-    if (!key || !p_index || !p_etag || !p_doc) {
+    char *p_etag = join2(mdir, "etag"), *p_doc = join2(mdir, "manifest.json");
+    if (!key || !p_etag || !p_doc) {
         rc = hfs3_err(-ENOMEM, "out of memory");
         goto out;
     }
@@ -359,28 +359,27 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, const char *
     if ((rc = hfs3_s3_get_buf(s3, key, HFS3_MAX_DOC, &doc, &g)) < 0)
         goto wrap;
     if (g.not_modified) {
-        if (utimensat(AT_FDCWD, p_index, NULL, 0) == 0) {
+        /* Not modified: reinstall the index from the cached document rather than just touching it. That
+         * heals an index damaged on disk (the shim refuses an invalid one, and would otherwise keep failing
+         * until the manifest changes), and in a shared cache it works when another user owns the index. */
+        char *text = NULL;
+        size_t n = 0;
+        if (hfs3_read_file(p_doc, HFS3_MAX_DOC, &text, &n) == 0 && hfs3_manifest_parse(text, n, &m) == 0) {
+            free(text);
+            if ((rc = hfs3_index_install(m, mdir)) < 0)
+                goto wrap;
             hfs3_debug("%s: manifest not modified", r->spec);
             goto out;
         }
-        if (errno != EACCES && errno != EPERM) {
-            rc = hfs3_err(-errno, "touch %s: %s", p_index, strerror(errno));
-            goto wrap;
-        }
-        /* another user's index in a shared cache: only its owner may touch it, so install our own copy
-         * (same content, new mtime) from the cached document */
-        hfs3_buf_free(&doc);
-        char *text = NULL;
-        size_t n = 0;
-        if ((rc = hfs3_read_file(p_doc, HFS3_MAX_DOC, &text, &n)) < 0)
-            goto wrap;
-        rc = hfs3_manifest_parse(text, n, &m);
         free(text);
-        if (rc < 0)
+        /* the cached document itself is damaged: fetch it whole */
+        hfs3_warn("%s: the cached %s is unreadable (%s); fetching the manifest again", r->spec, p_doc,
+                  hfs3_errmsg());
+        free(g.etag);
+        g = (hfs3_s3_get){0};
+        hfs3_buf_reset(&doc);
+        if ((rc = hfs3_s3_get_buf(s3, key, HFS3_MAX_DOC, &doc, &g)) < 0)
             goto wrap;
-        if ((rc = hfs3_index_install(m, mdir)) < 0)
-            goto wrap;
-        goto out;
     }
     if ((rc = hfs3_manifest_parse(hfs3_buf_str(&doc), doc.len, &m)) < 0) {
         hfs3_err_wrap(rc, "%s: %s", r->spec, key);
@@ -410,7 +409,6 @@ out:
     free(g.etag);
     free(etag);
     free(key);
-    free(p_index);
     free(p_etag);
     free(p_doc);
     return rc;

@@ -42,3 +42,11 @@ ok "a workload on non-mount paths is unchanged"
 # the cache holds only verified blobs
 for b in "$WORK/cache"/blobs/*; do [ "$(sha256sum <"$b" | cut -d' ' -f1)" = "$(basename "$b")" ] || fail "blob $b"; done
 ok "every cached blob's content matches its name"
+
+# an index damaged on disk: refused (EIO, no crash), and the next revalidation (a 304) rebuilds it
+idx=$(ls "$WORK"/cache/mounts/*/index | head -1)
+chmod u+w "$idx"; python3 -c 'import sys; p=sys.argv[1]; d=bytearray(open(p,"rb").read()); d[80:100]=b"\xff"*20; open(p,"wb").write(d)' "$idx"
+! HFS3_OFFLINE=1 P ls $FLAT $HUB >/dev/null 2>"$WORK/dmg.err" || fail "a damaged index was used"
+grep -q "not a valid index" "$WORK/dmg.err" || { cat "$WORK/dmg.err"; fail "damaged index not named"; }
+HFS3_MANIFEST_TTL=0 P ls $FLAT $HUB >/dev/null || fail "the 304 revalidation did not heal the index"
+ok "a damaged index is refused and the next revalidation rebuilds it"
