@@ -50,3 +50,10 @@ chmod u+w "$idx"; python3 -c 'import sys; p=sys.argv[1]; d=bytearray(open(p,"rb"
 grep -q "not a valid index" "$WORK/dmg.err" || { cat "$WORK/dmg.err"; fail "damaged index not named"; }
 HFS3_MANIFEST_TTL=0 P ls $FLAT $HUB >/dev/null || fail "the 304 revalidation did not heal the index"
 ok "a damaged index is refused and the next revalidation rebuilds it"
+
+# HFS3_MOUNTS mistakes: an overlapping mount and a malformed entry are ignored with one log line each time the
+# shim is first used; the good mount still works
+HFS3_MOUNTS="$FLAT=s3test:models/flat;$FLAT/sub=s3test:models/other;nonsense" P ls $FLAT >"$WORK/ov.out" 2>"$WORK/ov.err" || fail "good mount beside bad ones"
+grep -q "config.json" "$WORK/ov.out" || fail "listing with bad entries"
+grep -q "HFS3_MOUNTS:" "$WORK/ov.err" || { cat "$WORK/ov.err"; fail "bad HFS3_MOUNTS entries not reported"; }
+ok "HFS3_MOUNTS mistakes are reported and ignored: $(head -1 "$WORK/ov.err")"
