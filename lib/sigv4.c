@@ -352,6 +352,18 @@ int hfs3_sigv4_canonical_request(const hfs3_sigv4_request *r, hfs3_buf *out)
     return rc;
 }
 
+/* 1 if s can sit in the Credential field of the Authorization header: no control character or blank
+ * (a CR/LF would end the header and start another), no ',' (ends the field), no '/' (splits the scope). */
+static int valid_scope_part(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c <= 0x20 || c == 0x7f || c == ',' || c == '/')
+            return 0;
+    }
+    return 1;
+}
+
 static int check_key(const hfs3_sigv4_key *k)
 {
     if (!k || !k->access_key || !*k->access_key || !k->secret_key || !k->region || !*k->region ||
@@ -361,9 +373,9 @@ static int check_key(const hfs3_sigv4_key *k)
         return hfs3_err(-EINVAL, "sigv4: date is not of the form YYYYMMDDTHHMMSSZ");
     if (strlen(k->secret_key) > MAX_SECRET)
         return hfs3_err(-EINVAL, "sigv4: secret key longer than %d bytes", MAX_SECRET);
-    /* The scope is '/'-separated; a '/' inside a part would make a different scope. */
-    if (strchr(k->access_key, '/') || strchr(k->region, '/') || strchr(k->service, '/'))
-        return hfs3_err(-EINVAL, "sigv4: access key, region or service contains '/'");
+    if (!valid_scope_part(k->access_key) || !valid_scope_part(k->region) || !valid_scope_part(k->service))
+        return hfs3_err(-EINVAL, "sigv4: access key, region or service contains '/', ',', a blank or a "
+                                 "control character");
     return 0;
 }
 

@@ -547,6 +547,24 @@ static void errors(void)
     bad = k;
     bad.secret_key = NULL;
     CHECK_EQ_INT(hfs3_sigv4_authorization(&ok, &bad, &b), -EINVAL);
+    /* fuzz: a CR/LF (or blank, ',') in the access key, region or service went into the Authorization
+     * header as is, ending it and starting another one */
+    const char *bad_parts[] = {"AK\r\nX-Evil: 1", "AK X", "AK,Signature=0", "AK\x7f"};
+    for (size_t i = 0; i < sizeof bad_parts / sizeof *bad_parts; i++) {
+        for (int which = 0; which < 3; which++) {
+            bad = k;
+            if (which == 0)
+                bad.access_key = bad_parts[i];
+            else if (which == 1)
+                bad.region = bad_parts[i];
+            else
+                bad.service = bad_parts[i];
+            hfs3_buf_init(&b, 0);
+            CHECK_EQ_INT(hfs3_sigv4_authorization(&ok, &bad, &b), -EINVAL);
+            CHECK(b.data == NULL);
+            CHECK(strstr(hfs3_errmsg(), "control character") != NULL);
+        }
+    }
 
     char *longsecret = malloc(2000);
     memset(longsecret, 'x', 1999);
