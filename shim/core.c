@@ -388,6 +388,43 @@ int sh_classify(int dirfd, const char *path, struct sh_loc *l)
     return k;
 }
 
+/* Most calls that fail outside the mounts name a missing entry of a directory that exists (an interpreter
+ * probing its search path). If that directory opens, the kernel resolved every symlink on the way; where it
+ * really is, plus the last component (when that is not a link itself), says whether the path can lead into
+ * a mount: four system calls instead of a readlink per component (a third less time for the 8-component
+ * paths of a Python site-packages). 1: it cannot (the caller's real answer stands); 0: walk the path. */
+static int parent_rules_out(const char *abs)
+{
+    /* measured: below five components the walk is as cheap */
+    int comps = 0;
+    for (const char *c = abs; *c; c++)
+        comps += *c == '/';
+    const char *slash = strrchr(abs, '/');
+    if (comps < 5 || !slash || slash == abs || !slash[1] || dot_comp(slash + 1, strlen(slash + 1)))
+        return 0;
+    char dir[SH_PATH], real[SH_PATH], full[SH_PATH * 2], pp[64];
+    size_t dl = (size_t)(slash - abs);
+    if (dl >= sizeof dir)
+        return 0;
+    memcpy(dir, abs, dl);
+    dir[dl] = 0;
+    int fd = sh_r.open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int last_is_link = sh_r.fstatat(fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    ssize_t k = sh_r.readlink(pp, real, sizeof real - 1);
+    sh_r.close(fd);
+    if (last_is_link || k <= 0 || real[0] != '/')
+        return 0;
+    real[k] = 0;
+    struct sh_loc l;
+    if ((size_t)snprintf(full, sizeof full, "%s%s", real, slash) >= sizeof full)
+        return 0;
+    return classify_abs(full, &l) == L_NONE;
+}
+
 int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
@@ -416,6 +453,8 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
         if ((size_t)snprintf(rem, sizeof rem, "%s/%s", b, path) >= sizeof rem)
             goto none;
     }
+    if (parent_rules_out(rem))
+        goto none;
     size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
     res[0] = 0;
     int hops = 0;
