@@ -380,7 +380,10 @@ int hfs3_s3xml_parse_time(const char *s, long long *out)
     if ((*p != 'Z' && *p != 'z') || p[1])
         return -EINVAL;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || m > 59 || sec > 60)
+    int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+    /* sec 60: a leap second, which timegm folds into the next minute as S3 clients do */
+    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) || h > 23 || m > 59 ||
+        sec > 60)
         return -EINVAL;
     struct tm tm;
     memset(&tm, 0, sizeof tm);

@@ -186,6 +186,9 @@ static void times(void)
     CHECK_EQ_INT(t, 1709251199LL);
     CHECK_EQ_INT(hfs3_s3xml_parse_time("2099-12-31T23:59:59Z", &t), 0);
     CHECK_EQ_INT(t, 4102444799LL);
+    CHECK_EQ_INT(hfs3_s3xml_parse_time("2025-02-29T00:00:00Z", &t), -EINVAL); /* not a leap year */
+    CHECK_EQ_INT(hfs3_s3xml_parse_time("2100-02-29T00:00:00Z", &t), -EINVAL);
+    CHECK_EQ_INT(hfs3_s3xml_parse_time("2000-02-29T00:00:00Z", &t), 0);
     const char *bad[] = {"", "2026-11-30", "2026-11-30T11:28:56", "2026-11-30T11:28:56.Z", "2026-13-01T00:00:00Z",
                          "2026-11-30 11:28:56Z", "2026-11-30T25:00:00Z", "2026-11-30T11:28:56Zjunk",
                          "2026-11-30T11:28:56+01:00", "20261130T112856Z", "2026-1-30T11:28:56Z"};
