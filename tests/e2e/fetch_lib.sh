@@ -6,7 +6,23 @@
 #                            NAME: through it; the log is $WORK/NAME.log; PROXY_PIDS collects the pids
 #   blob_of FILE             the sha256 of a local file
 #   got_bytes LOG KEYPART    body bytes of GETs whose path contains KEYPART, from a proxy log
+#   shared_setup             (root) starts the server, makes $WORK readable by other users, publishes the
+#                            fetch_model model as s3test:models/m1, and creates $HFS3_CACHE_DIR (default
+#                            $WORK/shared) as a cache shared with group 100 (setgid, g+w), as an init container would
 PROXY_PIDS=""
+
+shared_setup() {
+  s3env_start "$WORK"
+  trap 's3env_stop' EXIT
+  chmod 0755 "$WORK" "$WORK/home"
+  [ -z "${RCLONE_CONFIG:-}" ] || chmod 0644 "$RCLONE_CONFIG"
+  fetch_model "$WORK/m"
+  fetch_publish "$WORK/m" s3test:models/m1
+  export HFS3_CACHE_DIR=${HFS3_CACHE_DIR:-$WORK/shared}
+  mkdir "$HFS3_CACHE_DIR"
+  chgrp 100 "$HFS3_CACHE_DIR"
+  chmod 02770 "$HFS3_CACHE_DIR"
+}
 
 fetch_model() {
   local d=$1

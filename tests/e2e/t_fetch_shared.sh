@@ -9,18 +9,8 @@ source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
   echo "skip: needs root and setpriv"; exit 0
 fi
-s3env_start "$WORK"
-trap 's3env_stop' EXIT
-chmod 0755 "$WORK" "$WORK/home"
-[ -z "${RCLONE_CONFIG:-}" ] || chmod 0644 "$RCLONE_CONFIG"
+shared_setup
 
-fetch_model "$WORK/m"
-fetch_publish "$WORK/m" s3test:models/m1
-
-export HFS3_CACHE_DIR=$WORK/shared
-mkdir "$HFS3_CACHE_DIR"
-chgrp 100 "$HFS3_CACHE_DIR"
-chmod 02770 "$HFS3_CACHE_DIR"
 (umask 077; "$HFS3_BIN" _get s3test:models/m1 config.json) || fail "root _get"
 cfg=$(blob_of "$WORK/m/config.json")
 [ "$(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")" = 440 ] || fail "shared blob mode $(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")"

@@ -19,20 +19,11 @@ if [ ! -c /dev/null ] && [ -z "${T_SHIM_SHARED_NS:-}" ]; then
   T_SHIM_SHARED_NS=1 exec unshare -m --propagation private \
     bash -c 'mount --bind "$1" /dev/null && exec bash "$2"' sh "$WORK/devnull" "$0"
 fi
-s3env_start "$WORK"
-trap 's3env_stop' EXIT
-chmod 0755 "$WORK" "$WORK/home"
-[ -z "${RCLONE_CONFIG:-}" ] || chmod 0644 "$RCLONE_CONFIG"
+shared_setup
 
-fetch_model "$WORK/m"
-fetch_publish "$WORK/m" s3test:models/m1
-
-export HFS3_CACHE_DIR=$WORK/shared HFS3_HELPER=$HFS3_BIN HFS3_PREFETCH=0
+export HFS3_HELPER=$HFS3_BIN HFS3_PREFETCH=0
 MNT=/models/org/m1
 export HFS3_MOUNTS="$MNT=s3test:models/m1"
-mkdir "$HFS3_CACHE_DIR"
-chgrp 100 "$HFS3_CACHE_DIR"
-chmod 02770 "$HFS3_CACHE_DIR"
 
 # USER CMD...: CMD as uid USER of group 100 only, umask 077, with the shim preloaded
 as_user() {
