@@ -1,6 +1,5 @@
 /* cmd_show.c - `hfs3-manifest show [--json] REMOTE`: prints the stored manifest as a tree, or the document
  * itself. Reading goes through the validating parser, so a hostile manifest is refused here as in the shim. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,29 +53,14 @@ static void print_tree(const tree *t, size_t node, char *indent, size_t ilen)
 
 int cmd_show(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
-                                             {0, 0, 0, 0}};
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'j')
-            json = 1;
-        else {
-            cmd_usage("show");
-            return c == 'h' ? 0 : 2;
-        }
-    }
-    if (optind != argc - 1) {
-        cmd_usage("show");
-        return 2;
-    }
-    hfs3_remote *r = cmd_remote(argv[optind]);
+    int json, status;
+    hfs3_remote *r = cmd_flag_remote(argc, argv, "json", &json, &status);
     if (!r)
-        return 2;
+        return status;
     hfs3_manifest *m = NULL;
     hfs3_buf doc;
     hfs3_buf_init(&doc, 0);
-    int status = 1;
+    status = 1;
     if (hfs3_fetch_manifest(r, &m, &doc) < 0) {
         fprintf(stderr, "hfs3-manifest: show: %s\n", hfs3_errmsg());
         goto done;

@@ -1,6 +1,5 @@
 /* cmd_verify.c - `hfs3-manifest verify [--deep] REMOTE`: every file of the stored manifest exists with its
  * size and ETag; --deep also streams each object and compares its sha256. Exit 1 on any problem. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,31 +9,16 @@
 
 int cmd_verify(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"deep", no_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
-                                             {0, 0, 0, 0}};
-    int deep = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'd')
-            deep = 1;
-        else {
-            cmd_usage("verify");
-            return c == 'h' ? 0 : 2;
-        }
-    }
-    if (optind != argc - 1) {
-        cmd_usage("verify");
-        return 2;
-    }
-    hfs3_remote *r = cmd_remote(argv[optind]);
+    int deep, status;
+    hfs3_remote *r = cmd_flag_remote(argc, argv, "deep", &deep, &status);
     if (!r)
-        return 2;
+        return status;
     hfs3_manifest *m = NULL;
     hfs3_buf problems;
     hfs3_buf_init(&problems, 0);
     hfs3_build_opts o = {.progress = cmd_progress_wanted() ? cmd_progress : NULL};
     size_t checked = 0;
-    int status = 1;
+    status = 1;
     if (hfs3_fetch_manifest(r, &m, NULL) < 0) {
         fprintf(stderr, "hfs3-manifest: verify: %s\n", hfs3_errmsg());
         goto done;

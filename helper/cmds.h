@@ -24,5 +24,9 @@ void cmd_progress_end(void);
 /* Parses REMOTE, printing the error; returns NULL (exit 2) when it is malformed. */
 struct hfs3_remote;
 struct hfs3_remote *cmd_remote(const char *spec);
+/* Parses `CMD [--FLAG] REMOTE` (show --json, verify --deep): *flag is set to 1 when --FLAG is given. Returns the
+ * remote (the caller frees it) or NULL with *status the exit code: 0 after --help, 2 for a usage or
+ * configuration error (already printed). */
+struct hfs3_remote *cmd_flag_remote(int argc, char **argv, const char *flag_name, int *flag, int *status);
 
 #endif

@@ -5,6 +5,7 @@
 #include "hfs3/config.h"
 #include "hfs3/util.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,31 @@ struct hfs3_remote *cmd_remote(const char *spec)
         return NULL;
     }
     return r;
+}
+
+struct hfs3_remote *cmd_flag_remote(int argc, char **argv, const char *flag_name, int *flag, int *status)
+{
+    const struct option longopts[] = {{flag_name, no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+                                      {0, 0, 0, 0}};
+    int c;
+    *flag = 0;
+    *status = 2;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'f') {
+            *flag = 1;
+            continue;
+        }
+        cmd_usage(argv[0]);
+        if (c == 'h')
+            *status = 0;
+        return NULL;
+    }
+    if (optind != argc - 1) {
+        cmd_usage(argv[0]);
+        return NULL;
+    }
+    return cmd_remote(argv[optind]);
 }
 
 int main(int argc, char **argv)
