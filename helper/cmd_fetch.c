@@ -57,22 +57,21 @@ static int parse_lock_fd(int argc, char **argv, int *lock_fd)
 {
     *lock_fd = -1;
     int i = 1;
+    const char *val = NULL;
     if (i < argc && !strcmp(argv[i], "--lock-fd")) {
         if (i + 1 >= argc)
             return -1;
-        char *end;
-        long v = strtol(argv[i + 1], &end, 10);
-        if (*end || v < 0 || v > 1 << 20)
-            return -1;
-        *lock_fd = (int)v;
+        val = argv[i + 1];
         i += 2;
     } else if (i < argc && !strncmp(argv[i], "--lock-fd=", 10)) {
+        val = argv[i++] + 10;
+    }
+    if (val) {
         char *end;
-        long v = strtol(argv[i] + 10, &end, 10);
-        if (*end || v < 0 || v > 1 << 20)
+        long v = strtol(val, &end, 10);
+        if (!*val || *end || v < 0 || v > 1 << 20)
             return -1;
         *lock_fd = (int)v;
-        i++;
     }
     /* a descriptor that is not open holds no lock: take it ourselves */
     if (*lock_fd >= 0 && fcntl(*lock_fd, F_GETFD) < 0)
