@@ -111,6 +111,9 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
+	@# a test that replaced /dev/null would break apt and every other user of the machine: say so loudly
+	@if [ -c /dev/null ]; then echo "/dev/null: still a character device"; \
+	 else echo "FAIL: /dev/null is no longer a character device (a test replaced it)" >&2; exit 1; fi
 
 demo: deps
 	@$(MAKE) --no-print-directory all

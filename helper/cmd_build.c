@@ -78,7 +78,7 @@ int cmd_build(int argc, char **argv)
             fflush(stdout);
             where = dry ? "; dry run, nothing written" : "";
         } else {
-            if ((rc = hfs3_write_file_atomic(output, hfs3_buf_str(&doc), doc.len, 0644)) < 0) {
+            if ((rc = hfs3_write_output(output, hfs3_buf_str(&doc), doc.len, 0644)) < 0) {
                 fprintf(stderr, "hfs3-manifest: build: %s\n", hfs3_errmsg());
                 goto done;
             }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -343,28 +344,55 @@ int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mod
     return hfs3_write_file_atomic_ex(path, data, n, mode, 0);
 }
 
-int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact)
+/* A temp name nobody can guess: another user who can write the directory cannot plant it in advance. */
+static int random_suffix(char out[17])
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
-    int fd = hfs3_create_file(tmp, O_WRONLY | O_TRUNC, mode, exact);
-    if (fd < 0)
-        return fd;
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return -1;
+    hfs3_hex(r, sizeof r, out);
+    return 0;
+}
+
+static int write_all(int fd, const void *data, size_t n)
+{
     const char *p = data;
-    size_t left = n;
-    while (left) {
-        ssize_t w = write(fd, p, left);
+    while (n) {
+        ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w < 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return hfs3_err(-e, "%s: write: %s", tmp, strerror(e));
-        }
+        if (w < 0)
+            return -errno;
         p += w;
-        left -= (size_t)w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact)
+{
+    char tmp[4200], suffix[17];
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        if (random_suffix(suffix) < 0)
+            return hfs3_err(-errno, "%s: no random bytes for a temp name: %s", path, strerror(errno));
+        if (snprintf(tmp, sizeof tmp, "%s.tmp.%s", path, suffix) >= (int)sizeof tmp)
+            return hfs3_err(-ENAMETOOLONG, "%s: path too long", path);
+        /* O_EXCL | O_NOFOLLOW: never write through something planted under the temp name */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+        if (fd < 0 && errno != EEXIST)
+            return hfs3_err(-errno, "%s: %s", tmp, strerror(errno));
+    }
+    if (fd < 0)
+        return hfs3_err(-EEXIST, "%s: no free temp name", path);
+    /* only a file this call created is ever fchmod-ed */
+    if (exact)
+        (void)fchmod(fd, (mode_t)mode);
+    int rc = write_all(fd, data, n);
+    if (rc < 0) {
+        close(fd);
+        unlink(tmp);
+        return hfs3_err(rc, "%s: write: %s", tmp, strerror(-rc));
     }
     if (fsync(fd) < 0) {
         int e = errno;
@@ -382,6 +410,41 @@ int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int 
         unlink(tmp);
         return hfs3_err(-e, "rename %s: %s", path, strerror(e));
     }
+    return 0;
+}
+
+int hfs3_write_output(const char *path, const void *data, size_t n, int mode)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        if (errno != ENOENT)
+            return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+        /* a new name; a dangling symlink is not followed (it could name anything) */
+        struct stat lst;
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            return hfs3_err(-ENOENT, "%s: a symlink to a missing file; not followed", path);
+        return hfs3_write_file_atomic(path, data, n, mode);
+    }
+    if (S_ISDIR(st.st_mode))
+        return hfs3_err(-EISDIR, "%s: is a directory", path);
+    if (S_ISREG(st.st_mode)) {
+        /* a symlink to a regular file keeps being a symlink: the file it names is replaced */
+        char *real = realpath(path, NULL);
+        if (!real)
+            return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+        int rc = hfs3_write_file_atomic(real, data, n, mode);
+        free(real);
+        return rc;
+    }
+    /* a character device (/dev/null, a terminal), a FIFO or a socket is written in place, never replaced */
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return hfs3_err(-errno, "%s: %s", path, strerror(errno));
+    int rc = write_all(fd, data, n);
+    if (close(fd) < 0 && rc == 0 && errno != EINTR)
+        rc = -errno;
+    if (rc < 0)
+        return hfs3_err(rc, "%s: write: %s", path, strerror(-rc));
     return 0;
 }
 

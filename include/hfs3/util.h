@@ -68,10 +68,15 @@ int hfs3_read_file(const char *path, size_t max, char **out, size_t *len);
  * whatever the umask took (a shared cache needs its group bits), if this user owns it: only the owner
  * may fchmod. Returns the fd. */
 int hfs3_create_file(const char *path, int flags, int mode, int exact);
-/* Writes data to path atomically: temp file in the same directory, fsync, rename. */
+/* Writes data to path atomically: an O_EXCL temp file with an unpredictable name in the same directory,
+ * fsync, rename. Whatever path is, it is replaced: callers with a user-named path use hfs3_write_output. */
 int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode);
 /* The same; with exact set the file gets exactly mode, as with hfs3_create_file. */
 int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact);
+/* Writes a user-named output (build -o FILE): a regular file or a new name is replaced atomically (through
+ * a symlink, the file it names); a character device, FIFO or socket is written in place and never replaced;
+ * a directory is refused. */
+int hfs3_write_output(const char *path, const void *data, size_t n, int mode);
 /* mkdir -p with the given mode for created directories. */
 int hfs3_mkdirs(const char *path, int mode);
 /* Number of online CPUs (>= 1). */

@@ -76,6 +76,26 @@ $H build --local "$WORK/flat" -o /dev/null $R 2>"$WORK/quiet.err" >/dev/null
 [ ! -s "$WORK/quiet.err" ] || { cat "$WORK/quiet.err"; fail "stderr not quiet on a non-terminal"; }
 ok "progress on a terminal, quiet otherwise"
 
+# -o never replaces what is not a regular file: /dev/null and a FIFO are written in place, a directory refused
+devnull_before=$(stat -c '%F %t:%T %i' /dev/null)
+$H build -o /dev/null $R >/dev/null || fail "-o /dev/null"
+[ "$(stat -c '%F %t:%T %i' /dev/null)" = "$devnull_before" ] || fail "-o /dev/null replaced /dev/null"
+mkfifo "$WORK/fifo"
+cat "$WORK/fifo" >"$WORK/fifo.out" & reader=$!
+$H build -o "$WORK/fifo" $R >/dev/null || fail "-o FIFO"
+wait $reader
+[ -p "$WORK/fifo" ] || fail "-o FIFO replaced the FIFO"
+cmp -s "$WORK/fifo.out" "$WORK/m.json" || fail "-o FIFO: the reader did not get the manifest"
+mkdir "$WORK/outdir"
+expect_exit 1 "-o DIR" $H build -o "$WORK/outdir" $R
+grep -q "outdir: is a directory" "$WORK/err" || { cat "$WORK/err"; fail "-o DIR: no clear line"; }
+[ -d "$WORK/outdir" ] && [ -z "$(ls -A "$WORK/outdir")" ] || fail "-o DIR touched the directory"
+echo old >"$WORK/target.json"; ln -s target.json "$WORK/link.json"
+$H build -o "$WORK/link.json" $R >/dev/null || fail "-o symlink"
+[ -L "$WORK/link.json" ] && cmp -s "$WORK/target.json" "$WORK/m.json" || fail "-o symlink: the link was replaced"
+[ -z "$(ls "$WORK" | grep '\.tmp\.')" ] || fail "-o left a temp file"
+ok "-o writes devices and FIFOs in place, refuses a directory, keeps a symlink"
+
 $H verify $R >"$WORK/v1"; grep -q "OK" "$WORK/v1" || fail "verify"
 $H verify --deep $R >"$WORK/v2"; grep -q "sha256.*OK" "$WORK/v2" || fail "verify --deep"
 ok "verify and verify --deep pass"
