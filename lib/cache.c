@@ -207,7 +207,7 @@ static int check_top(hfs3_cache *c, int fd, int created)
                         (unsigned)st.st_uid);
     if (!c->shared && st.st_uid != c->uid)
         return hfs3_err(-EPERM, "cache directory %s belongs to uid %u, not to you (uid %u): a private cache must be "
-                        "yours; refusing (choose another HFS3_CACHE_DIR, or make it shared: chmod 3770 as its owner)",
+                        "yours; refusing (choose another HFS3_CACHE_DIR)",
                         c->dir, (unsigned)st.st_uid, (unsigned)c->uid);
     if (!c->shared && (st.st_mode & S_IWGRP))
         return hfs3_err(-EPERM, "cache directory %s is group-writable without setgid (mode %04o), neither private "

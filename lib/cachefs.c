@@ -95,13 +95,14 @@ int hfs3_cache_check_subdir(const hfs3_cache *c, int fd, const struct stat *st, 
 }
 
 /* The message for an openat(O_NOFOLLOW) of an existing name that failed with e: a symlink is named as one. */
-static int refuse_open(int dirfd, const char *name, const char *dpath, int e)
+static int refuse_open(const hfs3_cache *c, int dirfd, const char *name, const char *dpath, int e)
 {
     struct stat st;
     if ((e == ELOOP || e == ENOTDIR || e == EMLINK) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISLNK(st.st_mode))
         return hfs3_err(-ELOOP, "cache: %s/%s is a symlink (owner uid %u); refusing, symlinks in the cache are "
-                        "never followed (remove it)", dpath, name, (unsigned)st.st_uid);
+                        "never followed (%s)", dpath, name, (unsigned)st.st_uid,
+                        st.st_uid == c->uid ? "remove it" : fix_hint(c));
     if (e == ENOTDIR)
         return hfs3_err(-ENOTDIR, "cache: %s/%s is not a directory; refusing (remove it)", dpath, name);
     return hfs3_err(-e, "cache: %s/%s: %s", dpath, name, strerror(e));
@@ -127,9 +128,15 @@ int hfs3_cache_opendir(const hfs3_cache *c, int dirfd, const char *name, mode_t 
     }
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | OPEN_EXISTING);
     if (fd < 0) {
-        if (errno == ENOENT)
+        int e = errno;
+        struct stat st;
+        if (e == ENOENT)
             return hfs3_err(-ENOENT, "cache: %s: no such directory", path);
-        return refuse_open(dirfd, name, dpath, errno);
+        /* not ours to open: say which rule it breaks rather than just "Permission denied" */
+        if (e == EACCES && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+            hfs3_cache_check_subdir(c, -1, &st, sticky, path) < 0)
+            return -EPERM;
+        return refuse_open(c, dirfd, name, dpath, e);
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
@@ -158,9 +165,14 @@ int hfs3_cache_openat(const hfs3_cache *c, int dirfd, const char *name, int flag
 {
     int fd = openat(dirfd, name, flags | OPEN_EXISTING);
     if (fd < 0) {
-        if (errno == ENOENT)
+        int e = errno;
+        struct stat lst;
+        if (e == ENOENT)
             return hfs3_err(-ENOENT, "cache: %s/%s: no such file", dpath, name);
-        return refuse_open(dirfd, name, dpath, errno);
+        if (e == EACCES && fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            hfs3_cache_check_file(c, &lst, dpath, name) < 0)
+            return -EPERM;
+        return refuse_open(c, dirfd, name, dpath, e);
     }
     struct stat tmp;
     if (!st)
@@ -223,7 +235,7 @@ int hfs3_cache_stat(const hfs3_cache *c, int dirfd, const char *name, struct sta
         return hfs3_err(-errno, "cache: %s/%s: %s", dpath, name, strerror(errno));
     }
     if (S_ISLNK(st->st_mode))
-        return refuse_open(dirfd, name, dpath, ELOOP);
+        return refuse_open(c, dirfd, name, dpath, ELOOP);
     return hfs3_cache_check_file(c, st, dpath, name);
 }
 

@@ -468,11 +468,13 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
             return rc;
     } else if (st.st_nlink != 1) {
         /* a blob has no other name: a hard link planted here could be any file of this user's */
-        rc = hfs3_err(-EPERM, "cache: %s/%s has %lu links (a hard link to a file elsewhere?); refusing it",
-                      c->p_blobs, f->sha256, (unsigned long)st.st_nlink);
+        rc = hfs3_err(-EPERM, "cache: %s/%s of uid %u has %lu links (a hard link to a file elsewhere?); refusing "
+                      "it (ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      (unsigned long)st.st_nlink, (unsigned)st.st_uid);
     } else if ((uint64_t)st.st_size != f->size) {
-        rc = hfs3_err(-EBADMSG, "cache: %s/%s has %lld bytes, the manifest says %" PRIu64 "; refusing it",
-                      c->p_blobs, f->sha256, (long long)st.st_size, f->size);
+        rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld bytes, the manifest says %" PRIu64 "; refusing it "
+                      "(ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      (long long)st.st_size, f->size, (unsigned)st.st_uid);
     } else if (c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
         int v = verify_fd(c, fd, f, st.st_uid);
         if (v < 0)
