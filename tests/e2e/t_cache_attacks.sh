@@ -205,6 +205,18 @@ succeeded "_index with index.tmp.<pid> symlinks planted"
 [ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] || fail "index not replaced by A"
 victim_ok "index temp names"
 ok "mounts/K/index.tmp.<pid> symlinks for the next 300 pids: not followed"
+# a forged index of B's (the shim maps it; the helper never reads it): the next _index installs A's own
+as "$B" bash -c "umask 027; head -c 4096 /dev/urandom >'$S/mounts/$K/index.new' && mv -f '$S/mounts/$K/index.new' '$S/mounts/$K/index'"
+cp "$S/mounts/$K/index" "$WORK/forged.index"
+touch -d 2001-01-01 "$S/mounts/$K/index"
+runA _index "$R"
+succeeded "_index after B forged the index"
+[ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] && ! cmp -s "$S/mounts/$K/index" "$WORK/forged.index" || fail "B's forged index kept"
+ok "B's forged index is replaced by A's next _index (a 304 reinstalls it from the manifest)"
+runA fetch "$R"
+succeeded "A's fetch of the whole model after all of B's plants in tmp/ and mounts/"
+for f in config.json tokenizer.json model.safetensors sub/empty.txt; do real_blob "$S" "$f"; done
+victim_ok "whole fetch"
 
 # blobs: B cannot replace A's blob (sticky); B's forged blob planted in advance is refused when its size
 # is wrong, and under HFS3_VERIFY_FOREIGN=1 when only its bytes are
