@@ -1,7 +1,8 @@
 /* cache.h - the local cache directory (docs/internals.md): where it is, who may use it, the paths inside
  * it, per-file locks, and the refresh of a mount's manifest and index (`_index`).
- * Layout: blobs/<sha256>, tmp/<sha256>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
- * mounts/<mountkey>/{manifest.json,etag,index,lock,error}. Fetching blobs is fetch.h's. */
+ * Layout: blobs/<sha256>, tmp/<sha256>.<random>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
+ * mounts/<mountkey>/{manifest.json,etag,index,lock,error}. Fetching blobs is fetch.h's. Everything inside is
+ * reached through the descriptors hfs3_cache_open checked (lib/cachefs.c; README "Trust model"). */
 #ifndef HFS3_CACHE_H
 #define HFS3_CACHE_H
 
