@@ -454,7 +454,8 @@ out:
 
 /* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was
  * removed), or the error that refuses it: not a regular file or of an owner the rules refuse, more than one
- * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does not match. */
+ * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
+ * not match. */
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
 {
     struct stat st;
