@@ -477,8 +477,10 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         return hfs3_err_wrap(mfd, "%s", r->spec);
     struct timespec t0;
     clock_gettime(CLOCK_REALTIME, &t0);
-    if (lock_fd < 0 && (rc = hfs3_cache_lock(c, mfd, "lock", mdir, 0, &fd, &waited)) < 0)
+    if (lock_fd < 0 && (rc = hfs3_cache_lock(c, mfd, "lock", mdir, 0, &fd, &waited)) < 0) {
+        hfs3_err_wrap(rc, "%s", r->spec);
         goto fail;
+    }
     struct stat st_index;
     int have_cached = cached_state(c, mfd, mdir, &st_index, &foreign_cached);
     if (have_cached < 0) {

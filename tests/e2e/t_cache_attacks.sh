@@ -155,6 +155,21 @@ chgrp "$B" "$S/locks/$tok.lock"   # B's own group, not the cache's (readable by 
 runA _get "$R" tokenizer.json
 refused "a lock file of B's outside the cache's group" "belongs to uid $B"
 victim_ok "lock files"
+# the mount's own lock, its error file and a blob's .err: symlinks of B's are refused or replaced, never followed
+as "$B" ln -sf "$HA/secret" "$S/mounts/$K/lock"
+runA _index "$R"
+refused "mounts/K/lock a symlink to A's file" "lock is a symlink"
+as "$B" rm "$S/mounts/$K/lock"
+as "$B" ln -sf "$HA/notes" "$S/mounts/$K/error"
+touch -d 2001-01-01 "$S/mounts/$K/index"
+runA _index "$R"
+succeeded "_index with mounts/K/error a symlink"
+[ ! -L "$S/mounts/$K/error" ] || fail "the symlinked error file was kept"
+as "$B" ln -s "$HA/diary" "$S/fails/$cfg.err"
+rm -f "$S/blobs/$cfg"
+HFS3_OFFLINE=1 runA _get "$R" config.json
+refused "a failed _get with fails/<sha>.err a symlink of B's (sticky: not replaced)" "HFS3_OFFLINE=1"
+victim_ok "mount lock, error and .err symlinks"
 
 # hard links to A's file: protected_hardlinks stops B; root makes the same links (what B could do with
 # protected_hardlinks=0) to test A's side without touching the system setting
