@@ -821,8 +821,7 @@ int hfs3_creds_get(hfs3_creds *c, hfs3_cred *out)
                     rc = 0;
                     goto copy;
                 }
-                rc = hfs3_err_wrap(rc, "remote %s", c->ctx);
-                goto out;
+                goto out; /* the caller names the remote */
             }
             if (k.access_key && k.expires)
                 cache_write(c, &k);

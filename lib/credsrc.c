@@ -408,7 +408,8 @@ static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, h
             rc = hfs3_err(-ENOMEM, "out of memory");
             goto done;
         }
-        for (size_t i = nh; i < nh + 4; i++)
+        size_t first = nh;
+        for (size_t i = first; i < first + 4; i++)
             if (hb[i].len)
                 hdrs[nh++] = hb[i].data;
     }
@@ -435,9 +436,10 @@ static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, h
         one_line(x.v[X_CODE], 100);
         one_line(x.v[X_MSG], 300);
         int code = status == 400 || status == 401 || status == 403 ? -EACCES : -EIO;
-        if (prc == 0 && x.v[X_CODE])
-            rc = hfs3_err(code, "%s: %s%s%s", s->name, x.v[X_CODE], x.v[X_MSG] ? ": " : "",
-                          x.v[X_MSG] ? x.v[X_MSG] : "");
+        if (prc == 0 && x.v[X_CODE] && x.v[X_MSG] && *x.v[X_MSG])
+            rc = hfs3_err(code, "%s: %s: %s", s->name, x.v[X_CODE], x.v[X_MSG]);
+        else if (prc == 0 && x.v[X_CODE])
+            rc = hfs3_err(code, "%s: %s (HTTP %ld from STS %s)", s->name, x.v[X_CODE], status, url.data);
         else
             rc = hfs3_err(code, "%s: STS %s answered HTTP %ld", s->name, url.data, status);
     }

@@ -23,7 +23,7 @@ rgwenv_admin() { radosgw-admin -c "$RGW_DIR/ceph.conf" "$@"; }
 
 rgwenv_start() {
   local work=$1 buckets=${2:-models} t0
-  t0=$(date +%s.%N)
+  t0=$EPOCHREALTIME
   rgwenv_have || { echo "rgwenv: radosgw, ceph-mon or ceph-osd missing (scripts/deps.sh installs them)" >&2; return 1; }
   RGW_DIR=$work/rgw
   mkdir -p "$RGW_DIR/mon" "$RGW_DIR/osd" "$RGW_DIR/run" "$RGW_DIR/log" "$work/home"
@@ -103,17 +103,18 @@ EOF
   for b in $buckets; do
     rclone mkdir "rgwtest:$b" 2>>"$RGW_DIR/log/mkdir.err" || { echo "rgwenv: cannot create bucket $b" >&2; rgwenv_stop; return 1; }
   done
-  RGW_START_SECONDS=$(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo "?")
+  RGW_START_SECONDS=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   export RGW_START_SECONDS
 }
 
 rgwenv_stop() {
   local p
   for p in "${RGW_RGW_PID:-}" "${RGW_OSD_PID:-}" "${RGW_MON_PID:-}"; do
-    [ -n "$p" ] && kill -9 "$p" 2>/dev/null
+    [ -n "$p" ] && { kill -9 "$p" 2>/dev/null || true; }
   done
   for p in "${RGW_RGW_PID:-}" "${RGW_OSD_PID:-}" "${RGW_MON_PID:-}"; do
-    [ -n "$p" ] && wait "$p" 2>/dev/null
+    [ -n "$p" ] && { wait "$p" 2>/dev/null || true; }
   done
   RGW_RGW_PID= RGW_OSD_PID= RGW_MON_PID=
+  return 0
 }

@@ -56,7 +56,7 @@ int hfs3_creds_set_net(hfs3_creds *c, const char *region, const char *ca_bundle,
 /* The keys to sign the next request with, into *out (the caller clears it with hfs3_cred_clear). Fetched on
  * first use (from the per-user cache when it holds keys valid for 5 more minutes, else from the source),
  * fetched again when fewer than 5 minutes are left. Thread-safe. Errors: the source's, one line
- * "remote CTX: SOURCE: ..." (-EACCES for a refusal, -EIO otherwise). */
+ * "SOURCE: ..." (-EACCES for a refusal, -EIO otherwise); callers name the remote. */
 int hfs3_creds_get(hfs3_creds *c, hfs3_cred *out);
 
 /* "web identity", "assume role", "credential_process", "container credentials", "instance metadata". */
