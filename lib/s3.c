@@ -535,7 +535,7 @@ static int status_error(xfer *x, int attempts)
     int rc;
     if (code)
         rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s%s%s", x->q->op, x->q->what, x->status, code,
-                      msg ? ": " : "", msg ? msg : "", tail);
+                      msg && *msg ? ": " : "", msg ? msg : "", tail);
     else
         rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s", x->q->op, x->q->what, x->status,
                       reason(x->status), tail);
