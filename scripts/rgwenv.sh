@@ -3,7 +3,7 @@
 #   rgwenv_start WORKDIR [BUCKETS]   starts it, creates the buckets, exports the variables below
 #   rgwenv_stop                      kills the three daemons (SIGKILL: the data is thrown away)
 #   rgwenv_admin ARGS...             radosgw-admin against this cluster
-# After start: RGW_PORT, RGW_ENDPOINT, RGW_AK/RGW_SK (user "tester", caps roles=*;oidc-provider=* for STS and
+# After start: RGW_PORT, RGW_ENDPOINT, RGW_AK/RGW_SK (user "tester", keys from RGWENV_KEYS="AK SK" if set, caps roles=*;oidc-provider=* for STS and
 # IAM), RGW_AK2/RGW_SK2 (user "other", no caps), rclone remote "rgwtest:", and HOME under WORKDIR.
 # STS is on (rgw s3 auth use sts, a 16-character rgw sts key). Recipe and pitfalls: design.md §6.
 # Needs Debian's ceph-mon, ceph-osd and radosgw (scripts/deps.sh installs them).
@@ -78,6 +78,7 @@ EOF
   ceph-osd -c "$C" -i "$id" -f >"$RGW_DIR/log/osd.out" 2>&1 &
   RGW_OSD_PID=$!
   RGW_AK=TESTERACCESSKEY00001 RGW_SK=testerSecretKey0000000000000000000000001
+  [ -z "${RGWENV_KEYS:-}" ] || read -r RGW_AK RGW_SK <<<"$RGWENV_KEYS"
   RGW_AK2=OTHERACCESSKEY000002 RGW_SK2=otherSecretKey00000000000000000000000002
   timeout 60 radosgw-admin -c "$C" user create --uid tester --display-name tester --access-key "$RGW_AK" \
       --secret-key "$RGW_SK" --caps "roles=*;oidc-provider=*" >/dev/null 2>"$RGW_DIR/log/admin.err" \
