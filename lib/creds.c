@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -672,6 +673,11 @@ void hfs3_creds_free(hfs3_creds *c)
 static int cache_dir(int create)
 {
     const char *x = envv("XDG_CACHE_HOME"), *home = envv("HOME");
+    struct passwd pw, *res = NULL;
+    char pwbuf[4096];
+    if (!x && !home && getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res && res->pw_dir &&
+        *res->pw_dir)
+        home = res->pw_dir; /* as the AWS CLI: no HOME, the user's home from the password database */
     char path[4096];
     if (x)
         snprintf(path, sizeof path, "%s/hfs3-creds", x);

@@ -366,8 +366,10 @@ static int sts_url(const credsrc *s, hfs3_buf *u)
     return rc < 0 ? hfs3_err(-ENOMEM, "out of memory") : 0;
 }
 
-static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, hfs3_cred *out)
+/* One STS request; *retry is set when trying again may help (no answer, 5xx, throttling). */
+static int sts_once(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, hfs3_cred *out, int *retry)
 {
+    *retry = 0;
     hfs3_buf url, reply;
     char host[512], date[17], payload[65];
     const char *path;
@@ -414,8 +416,10 @@ static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, h
                 hdrs[nh++] = hb[i].data;
     }
     long status;
-    if ((rc = http(s, "POST", url.data, hdrs, form->data, 3000, 30000, &status, &reply)) < 0)
+    if ((rc = http(s, "POST", url.data, hdrs, form->data, 3000, 30000, &status, &reply)) < 0) {
+        *retry = 1;
         goto done;
+    }
     stsx x;
     int prc = parse_sts(hfs3_buf_str(&reply), reply.len, &x);
     if (status == 200 && prc == 0 && x.v[X_AK] && x.v[X_SK] && x.v[X_TOK] && x.v[X_EXP]) {
@@ -436,6 +440,8 @@ static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, h
         one_line(x.v[X_CODE], 100);
         one_line(x.v[X_MSG], 300);
         int code = status == 400 || status == 401 || status == 403 ? -EACCES : -EIO;
+        *retry = status >= 500 || (x.v[X_CODE] && (!strcmp(x.v[X_CODE], "Throttling") ||
+                                                   !strcmp(x.v[X_CODE], "IDPCommunicationError")));
         if (prc == 0 && x.v[X_CODE] && x.v[X_MSG] && *x.v[X_MSG])
             rc = hfs3_err(code, "%s: %s: %s", s->name, x.v[X_CODE], x.v[X_MSG]);
         else if (prc == 0 && x.v[X_CODE])
@@ -454,6 +460,19 @@ done:
     hfs3_buf_free(&url);
 wipe:
     return rc;
+}
+
+/* STS with up to 3 attempts (botocore retries STS too), 0.2 s then 0.4 s apart. */
+static int sts_call(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, hfs3_cred *out)
+{
+    int rc, retry;
+    for (int attempt = 1;; attempt++) {
+        rc = sts_once(s, form, signer, out, &retry);
+        if (rc == 0 || !retry || attempt >= 3)
+            return rc;
+        hfs3_info("%s: %s; trying again", s->name, hfs3_errmsg());
+        usleep(200000u << (attempt - 1));
+    }
 }
 
 static char *session_name(const credsrc *s)
