@@ -34,6 +34,7 @@ struct hfs3_creds {
     char key[65];    /* the cache file's name: sha256 of the source's description */
     hfs3_cred cur;
     int have;
+    int warned;      /* a failed refresh was reported (once per provider) */
     double last_try; /* monotonic time of the last fetch attempt */
 };
 
@@ -309,7 +310,8 @@ static int plan_role(const planner *p, const char *prof, int depth, credsrc **ou
     if (!s)
         return -ENOMEM;
     int rc;
-    if ((rc = dup_to(&s->role_arn, arn)) < 0 || (rc = dup_to(&s->session_name, pget(p, prof, "role_session_name"))) < 0 ||
+    if ((rc = dup_to(&s->role_arn, arn)) < 0 ||
+        (rc = dup_to(&s->session_name, pget(p, prof, "role_session_name"))) < 0 ||
         (rc = dup_to(&s->external_id, pget(p, prof, "external_id"))) < 0 ||
         (rc = dup_to(&s->duration, pget(p, prof, "duration_seconds"))) < 0 || (rc = set_sts(p, s)) < 0)
         goto fail;
@@ -409,7 +411,8 @@ static int allowed_http_host(const char *uri)
 static int plan_container(const planner *p, credsrc **out)
 {
     *out = NULL;
-    const char *rel = envv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"), *full = envv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    const char *rel = envv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    const char *full = envv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
     if (!rel && !full)
         return 0;
     credsrc *s = src_new(SRC_CONTAINER, "container credentials");
@@ -431,7 +434,8 @@ static int plan_container(const planner *p, credsrc **out)
                           p->ctx, full);
         if (rc == 0)
             rc = dup_to(&s->uri, full);
-        const char *tf = envv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"), *tok = envv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+        const char *tf = envv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+        const char *tok = envv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
         if (rc == 0 && tf)
             rc = dup_to(&s->auth_file, tf);
         else if (rc == 0 && tok)
@@ -762,7 +766,8 @@ static void cache_write(hfs3_creds *c, const hfs3_cred *k)
     if (j && cJSON_AddStringToObject(j, "AccessKeyId", k->access_key) &&
         cJSON_AddStringToObject(j, "SecretAccessKey", k->secret_key) &&
         (!k->session_token || cJSON_AddStringToObject(j, "SessionToken", k->session_token)) &&
-        cJSON_AddNumberToObject(j, "Expiration", (double)k->expires) && cJSON_AddStringToObject(j, "Source", c->src->name))
+        cJSON_AddNumberToObject(j, "Expiration", (double)k->expires) &&
+        cJSON_AddStringToObject(j, "Source", c->src->name))
         text = cJSON_PrintUnformatted(j);
     if (j) {
         for (cJSON *it = j->child; it; it = it->next)
@@ -822,8 +827,9 @@ int hfs3_creds_get(hfs3_creds *c, hfs3_cred *out)
             rc = credsrc_fetch(c->src, &k);
             if (rc < 0) {
                 if (c->have && c->cur.expires > now + 10) {
-                    hfs3_warn("remote %s: %s; using the current keys, valid %lld s more", c->ctx, hfs3_errmsg(),
-                              c->cur.expires - now);
+                    if (!c->warned++)
+                        hfs3_warn("remote %s: %s; using the current keys, valid %lld s more", c->ctx,
+                                  hfs3_errmsg(), c->cur.expires - now);
                     rc = 0;
                     goto copy;
                 }

@@ -226,7 +226,8 @@ static int http(const credsrc *s, const char *method, const char *url, const cha
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, l);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-        curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* metadata endpoints are never reached through a proxy */
+        if (s->kind == SRC_IMDS || s->kind == SRC_CONTAINER)
+            curl_easy_setopt(h, CURLOPT_NOPROXY, "*"); /* link-local metadata, never through a proxy; STS is */
         if (body) {
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
@@ -405,7 +406,8 @@ static int sts_once(const credsrc *s, hfs3_buf *form, const hfs3_cred *signer, h
                             .region = s->region ? s->region : "us-east-1", .service = "sts", .amz_date = date};
         if (hfs3_buf_addf(&hb[nh], "X-Amz-Date: %s", date) < 0 ||
             hfs3_buf_addf(&hb[nh + 1], "X-Amz-Content-Sha256: %s", payload) < 0 ||
-            (signer->session_token && hfs3_buf_addf(&hb[nh + 2], "X-Amz-Security-Token: %s", signer->session_token) < 0) ||
+            (signer->session_token &&
+             hfs3_buf_addf(&hb[nh + 2], "X-Amz-Security-Token: %s", signer->session_token) < 0) ||
             hfs3_buf_adds(&hb[nh + 3], "Authorization: ") < 0 || hfs3_sigv4_authorization(&sr, &k, &hb[nh + 3]) < 0) {
             rc = hfs3_err(-ENOMEM, "out of memory");
             goto done;

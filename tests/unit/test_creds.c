@@ -230,8 +230,9 @@ static void process_and_cache(void)
              calls);
     put("proc.sh", script, 0700);
     put("fail.sh", "#!/bin/sh\necho 'token " SECRET "x rejected' >&2\nexit 4\n", 0700);
-    snprintf(cfg, sizeof cfg, "[profile p]\ncredential_process = %s/proc.sh\n[profile f]\ncredential_process = %s/fail.sh\n",
-             tmp, tmp);
+    snprintf(cfg, sizeof cfg,
+             "[profile p]\ncredential_process = %s/proc.sh\n[profile f]\ncredential_process = %s/fail.sh\n", tmp,
+             tmp);
     put("config", cfg, 0600);
     put("credentials", "", 0600);
     setenv("AWS_PROFILE", "p", 1);
