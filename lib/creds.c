@@ -462,7 +462,7 @@ static long env_long(const char *name, long dflt, long lo, long hi)
 }
 
 /* IMDS: AWS_EC2_METADATA_SERVICE_ENDPOINT (or the profile's ec2_metadata_service_endpoint), else
- * http://169.254.169.254; AWS_METADATA_SERVICE_TIMEOUT seconds (1) and _NUM_ATTEMPTS (1) as botocore. */
+ * http://169.254.169.254 (http://[fd00:ec2::254] with AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE=IPv6); AWS_METADATA_SERVICE_TIMEOUT seconds (1) and _NUM_ATTEMPTS (1) as botocore. */
 static int plan_imds(const planner *p, int optional, credsrc **out)
 {
     *out = NULL;
@@ -473,8 +473,11 @@ static int plan_imds(const planner *p, int optional, credsrc **out)
     const char *ep = envv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
     if (!ep)
         ep = pget(p, p->f->profile, "ec2_metadata_service_endpoint");
+    const char *mode = envv("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
+    if (!mode)
+        mode = pget(p, p->f->profile, "ec2_metadata_service_endpoint_mode");
     if (!ep)
-        ep = "http://169.254.169.254";
+        ep = mode && strcasecmp(mode, "IPv6") == 0 ? "http://[fd00:ec2::254]" : "http://169.254.169.254";
     int rc = check_url(p, "AWS_EC2_METADATA_SERVICE_ENDPOINT", ep);
     if (rc == 0)
         rc = dup_to(&s->imds_endpoint, ep);
