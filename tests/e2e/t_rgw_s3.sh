@@ -5,7 +5,8 @@
 #   ETag ("md5-of-parts-N") is recorded, never taken for a content hash; the empty file (a Range on an empty
 #   object is 416 on RGW) is fetched; an object changed after the build gets RGW's 412 for If-Match: exit 1,
 #   one line, nothing installed; anonymous requests are refused (403: s3rver serves them); virtual-hosted
-#   addressing through `rgw dns name = localhost` (bucket.localhost).
+#   addressing through `rgw dns name = localhost` (bucket.localhost); an object replaced while a one-connection
+#   fetch streams it through a slow proxy (tests/e2e/s3proxy.py): the next range gets 412, nothing installed.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/scripts/rgwenv.sh"
@@ -59,3 +60,28 @@ grep -q 'object changed since the manifest was built (If-Match .* failed: HTTP 4
 [ "$(grep -c . "$WORK/err")" -le 2 ] || { cat "$WORK/err"; fail "changed object: more than a line per failure"; }
 [ ! -e "$WORK/cache-changed/blobs/$(blob_of "$WORK/m/tokenizer.json")" ] || fail "a changed object was installed"
 ok "changed object: 412 from RGW, exit 1, nothing installed: $(head -1 "$WORK/err")"
+
+# changed mid-fetch: one connection through a slow proxy fetches model.safetensors in 16 MiB ranges; the object
+# is replaced while the first range streams, so the next range's If-Match gets RGW's 412
+/usr/bin/python3 "$HFS3_ROOT/tests/e2e/s3proxy.py" --target "127.0.0.1:$RGW_PORT" --log "$WORK/slow.log" \
+  --rate 4000000 >"$WORK/slow.port" &
+PROXY=$!
+trap 'rgwenv_stop; kill "$PROXY" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q '^port ' "$WORK/slow.port" 2>/dev/null && break; sleep 0.05; done
+pport=$(sed -n 's/^port //p' "$WORK/slow.port")
+[ -n "$pport" ] || fail "proxy did not start"
+env HFS3_CACHE_DIR="$WORK/cache-mid" HFS3_CONNECTIONS=1 RCLONE_CONFIG_RGWTEST_ENDPOINT="http://127.0.0.1:$pport" \
+  "$HFS3_BIN" fetch rgwtest:models/m >"$WORK/mid.out" 2>"$WORK/mid.err" &
+FETCH=$!
+for _ in $(seq 200); do grep -q 'model.safetensors' "$WORK/slow.log" 2>/dev/null && break
+  [ -e "$WORK/cache-mid/tmp" ] && ls "$WORK/cache-mid/tmp" | grep -q part && break; sleep 0.05; done
+sleep 1
+head -c $((40 << 20)) /dev/urandom >"$WORK/new.safetensors"
+rclone copyto "$WORK/new.safetensors" rgwtest:models/m/model.safetensors || fail "rclone copyto"
+set +e; wait "$FETCH"; rc=$?; set -e
+[ "$rc" = 1 ] || { cat "$WORK/mid.out" "$WORK/mid.err" "$WORK/slow.log"; fail "changed mid-fetch: exit $rc, expected 1"; }
+grep -q 'model.safetensors: object changed since the manifest was built (If-Match .* failed: HTTP 412)' "$WORK/mid.err" ||
+  { cat "$WORK/mid.err" "$WORK/slow.log"; fail "changed mid-fetch: message"; }
+grep -q ' 412 ' "$WORK/slow.log" || { cat "$WORK/slow.log"; fail "no 412 went through the proxy"; }
+[ ! -e "$WORK/cache-mid/blobs/$(blob_of "$WORK/m/model.safetensors")" ] || fail "a half-old object was installed"
+ok "changed mid-fetch: the next range gets RGW's 412, exit 1, nothing installed"
