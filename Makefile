@@ -104,8 +104,10 @@ deps:
 unit: $(UNIT_BIN) $(UNIT_SBIN)
 	@BUILD=$(BUILD) bash tests/run-unit.sh $(UNIT_BIN) $(UNIT_SBIN)
 
+# then again against Ceph's RADOS Gateway: the tests that use the shared server (tests/e2e/run-rgw.sh)
 e2e: all $(HELPER_SAN) $(TOOL_BIN) $(PROBE_BIN)
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
+	@BUILD=$(BUILD) bash tests/e2e/run-rgw.sh
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -4,6 +4,7 @@
  * struct and never into a message or a log line. */
 #include "hfs3/config.h"
 
+#include "hfs3/creds.h"
 #include "hfs3/log.h"
 #include "hfs3/util.h"
 
@@ -430,56 +431,33 @@ static int aws_profile_exists(const aws_files *a)
            (strcmp(a->profile, "default") == 0 && ini_has(&a->conf, "default"));
 }
 
-/* Credentials by the AWS rules: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, else the profile
- * in the credentials file, else in the config file; none: anonymous (r's keys stay NULL).
- * Errors: -EINVAL for half a key pair or a profile that needs what hfs3 does not do (roles, SSO, processes). */
+/* creds.c reads the shared files through these: file 0 the credentials file, 1 the config file. */
+static const char *files_get(void *ud, int file, const char *sect, const char *key, const char *sub)
+{
+    const aws_files *a = ud;
+    return nz(ini_get(file ? &a->conf : &a->cred, sect, key, sub));
+}
+
+static int files_has(void *ud, int file, const char *sect)
+{
+    const aws_files *a = ud;
+    return ini_has(file ? &a->conf : &a->cred, sect);
+}
+
+/* Credentials by the AWS chain (creds.h): static keys go into r, any other source becomes r->creds, asked
+ * on the first request. Errors: -EINVAL for half a key pair or a profile hfs3 cannot use (SSO, MFA...). */
 static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
 {
-    const char *ak = envv("AWS_ACCESS_KEY_ID"), *sk = envv("AWS_SECRET_ACCESS_KEY"), *tok;
-    const char *where;
-    if (ak || sk) {
-        if (!ak || !sk)
-            return hfs3_err(-EINVAL, "remote %s: %s is set but %s is not", ctx,
-                            ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
-                            ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
-        tok = envv("AWS_SESSION_TOKEN");
-        where = "the environment";
-    } else {
-        ak = nz(ini_get(&a->cred, a->profile, "aws_access_key_id", NULL));
-        sk = nz(ini_get(&a->cred, a->profile, "aws_secret_access_key", NULL));
-        tok = nz(ini_get(&a->cred, a->profile, "aws_session_token", NULL));
-        where = a->cred_path;
-        if (!ak && !sk) {
-            ak = aws_conf(a, "aws_access_key_id", NULL);
-            sk = aws_conf(a, "aws_secret_access_key", NULL);
-            tok = aws_conf(a, "aws_session_token", NULL);
-            where = a->conf_path;
-        }
-        if ((ak || sk) && (!ak || !sk))
-            return hfs3_err(-EINVAL, "remote %s: AWS profile '%s' in %s has %s but no %s", ctx, a->profile, where,
-                            ak ? "aws_access_key_id" : "aws_secret_access_key",
-                            ak ? "aws_secret_access_key" : "aws_access_key_id");
+    hfs3_aws_files f = {files_get, files_has, (void *)a, a->cred_path, a->conf_path, a->profile};
+    hfs3_cred k;
+    int rc = hfs3_creds_plan(&f, ctx, &k, &r->creds);
+    if (rc < 0)
+        return rc;
+    if (k.access_key) {
+        r->access_key = k.access_key;
+        r->secret_key = k.secret_key;
+        r->session_token = k.session_token;
     }
-    if (ak) {
-        int rc;
-        if ((rc = set_str(&r->access_key, ak)) < 0 || (rc = set_str(&r->secret_key, sk)) < 0 ||
-            (rc = set_str(&r->session_token, tok)) < 0)
-            return rc;
-        hfs3_debug("remote %s: credentials from %s", ctx, where);
-        return 0;
-    }
-    /* a profile that gets its keys some other way: say so rather than sign nothing and get 403s */
-    static const char *const unsup[] = {"role_arn", "credential_process", "sso_start_url", "sso_session",
-                                        "web_identity_token_file"};
-    for (size_t i = 0; i < sizeof unsup / sizeof unsup[0]; i++)
-        if (aws_conf(a, unsup[i], NULL) || nz(ini_get(&a->cred, a->profile, unsup[i], NULL)))
-            return hfs3_err(-EINVAL,
-                            "remote %s: AWS profile '%s' uses %s, which hfs3 does not support; export "
-                            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead",
-                            ctx, a->profile, unsup[i]);
-    if (envv("AWS_WEB_IDENTITY_TOKEN_FILE"))
-        hfs3_warn("remote %s: AWS_WEB_IDENTITY_TOKEN_FILE is not supported; sending anonymous requests", ctx);
-    hfs3_debug("remote %s: no credentials: anonymous requests", ctx);
     return 0;
 }
 
@@ -851,11 +829,13 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
         goto fail;
     }
     choose_addressing(r, mode, pref);
+    if (r->creds && (rc = hfs3_creds_set_net(r->creds, r->region, r->ca_bundle, r->tls_verify)) < 0)
+        goto fail;
     if (!r->tls_verify)
         warn_tls_once();
     hfs3_debug("remote %s: bucket %s, prefix '%s', endpoint %s, region %s, %s-style, %s", spec, r->bucket,
                r->prefix, r->endpoint, r->region, r->path_style ? "path" : "virtual",
-               r->access_key ? "signed" : "anonymous");
+               r->creds ? hfs3_creds_source(r->creds) : r->access_key ? "signed" : "anonymous");
     *out = r;
     return 0;
 fail:
@@ -881,6 +861,7 @@ void hfs3_remote_free(hfs3_remote *r)
     free(r->secret_key);
     free(r->session_token);
     free(r->ca_bundle);
+    hfs3_creds_free(r->creds);
     free(r);
 }
 

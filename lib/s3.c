@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hfs3/creds.h"
 #include "hfs3/log.h"
 #include "hfs3/s3xml.h"
 #include "hfs3/sigv4.h"
@@ -378,8 +379,8 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
 
 /* Builds the header list for one attempt, signing exactly the headers it sends (besides the
  * Authorization itself and what curl adds: Accept, Content-Length, User-Agent). */
-static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char *range, const char *if_match,
-                         const char *if_none_match, struct curl_slist **out)
+static int build_headers_keys(hfs3_s3 *c, const req *q, const char *path, const char *range, const char *if_match,
+                              const char *if_none_match, const hfs3_cred *cr, struct curl_slist **out)
 {
     const hfs3_remote *r = c->r;
     hfs3_kv h[10];
@@ -399,11 +400,11 @@ static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char 
         h[nh++] = (hfs3_kv){"If-None-Match", if_none_match};
     if (q->content_type)
         h[nh++] = (hfs3_kv){"Content-Type", q->content_type};
-    if (r->access_key) {
+    if (cr->access_key) {
         h[nh++] = (hfs3_kv){"x-amz-date", date};
         h[nh++] = (hfs3_kv){"x-amz-content-sha256", payload};
-        if (r->session_token)
-            h[nh++] = (hfs3_kv){"x-amz-security-token", r->session_token};
+        if (cr->session_token)
+            h[nh++] = (hfs3_kv){"x-amz-security-token", cr->session_token};
     }
     struct curl_slist *l = NULL;
     int rc = 0;
@@ -412,10 +413,10 @@ static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char 
     /* no "Expect: 100-continue" round trip for small PUTs */
     if (!rc && q->body && !(l = curl_slist_append(l, "Expect:")))
         rc = -ENOMEM;
-    if (!rc && r->access_key) {
+    if (!rc && cr->access_key) {
         hfs3_sigv4_request sr = {.method = q->method, .path = path, .normalize_path = 0, .query = q->query,
                                  .nquery = q->nquery, .headers = h, .nheaders = nh, .payload_hash = payload};
-        hfs3_sigv4_key k = {.access_key = r->access_key, .secret_key = r->secret_key,
+        hfs3_sigv4_key k = {.access_key = cr->access_key, .secret_key = cr->secret_key,
                             .region = r->region ? r->region : "us-east-1", .service = "s3", .amz_date = date};
         hfs3_buf auth;
         hfs3_buf_init(&auth, 0);
@@ -439,6 +440,24 @@ static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char 
     }
     *out = l;
     return 0;
+}
+
+/* The keys for this attempt: the remote's static ones, or its provider's current ones (fetched, or refreshed
+ * when they are about to expire: a long fetch outlives temporary keys). */
+static int build_headers(hfs3_s3 *c, const req *q, const char *path, const char *range, const char *if_match,
+                         const char *if_none_match, struct curl_slist **out)
+{
+    const hfs3_remote *r = c->r;
+    if (!r->creds) {
+        hfs3_cred st = {r->access_key, r->secret_key, r->session_token, 0};
+        return build_headers_keys(c, q, path, range, if_match, if_none_match, &st, out);
+    }
+    hfs3_cred cur;
+    int rc = hfs3_creds_get(r->creds, &cur);
+    if (rc == 0)
+        rc = build_headers_keys(c, q, path, range, if_match, if_none_match, &cur, out);
+    hfs3_cred_clear(&cur);
+    return rc;
 }
 
 static int retryable_curl(CURLcode cc)
@@ -516,7 +535,7 @@ static int status_error(xfer *x, int attempts)
     int rc;
     if (code)
         rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s%s%s", x->q->op, x->q->what, x->status, code,
-                      msg ? ": " : "", msg ? msg : "", tail);
+                      msg && *msg ? ": " : "", msg ? msg : "", tail);
     else
         rc = hfs3_err(status_errno(x->status), "s3: %s %s: %ld %s%s", x->q->op, x->q->what, x->status,
                       reason(x->status), tail);

@@ -21,7 +21,7 @@ declare -A SRC=(
     [manifest]="lib/manifest.c"
     [s3xml]="lib/s3xml.c"
     [sigv4]="lib/sigv4.c"
-    [config]="lib/config.c"
+    [config]="lib/config.c lib/creds.c lib/credsrc.c lib/sigv4.c lib/s3xml.c"
 )
 NAMES=(manifest s3xml sigv4 config)
 

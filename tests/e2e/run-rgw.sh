@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# run-rgw.sh - the end-to-end tests that use the shared test server (scripts/s3env.sh), run again against Ceph's
+# RADOS Gateway (S3_SERVER=rgw: same keys and variables), through tests/e2e/run.sh. E2E_ONLY narrows the set as
+# it does for run.sh; E2E_RGW=0 skips this pass. Tests that pin a server or start their own are not repeated.
+# Left out because they check the Node server's own behaviour, which RGW rightly does not share:
+#   t_s3_client      expects anonymous GETs to be served, and a wrong secret to be named SignatureDoesNotMatch
+#                    (RGW with STS on answers AccessDenied after its STS engine also refused the request)
+#   t_manifest_flat  the same wrong-secret message
+set -u
+shopt -s nullglob
+cd "$(dirname "$0")/../.."
+if [ "${E2E_RGW:-1}" = 0 ]; then echo "e2e (rgw): skipped (E2E_RGW=0)"; exit 0; fi
+source scripts/rgwenv.sh
+if ! rgwenv_have; then echo "e2e (rgw): radosgw is not installed (scripts/deps.sh installs it)" >&2; exit 1; fi
+quirks=" t_s3_client t_manifest_flat "
+names=()
+for t in tests/e2e/t_*.sh; do
+  name=$(basename "$t" .sh)
+  if [ -n "${E2E_ONLY:-}" ] && [[ "$name" != *$E2E_ONLY* ]]; then continue; fi
+  [[ "$quirks" == *" $name "* ]] && continue
+  grep -qE 's3env_start|shared_setup' "$t" || continue
+  grep -qE 'S3_SERVER=node|rgwenv_start' "$t" && continue
+  names+=("$name")
+done
+if [ "${#names[@]}" -eq 0 ]; then echo "e2e (rgw): no test to repeat"; exit 0; fi
+echo "e2e (rgw): ${#names[@]} tests against Ceph RGW"
+pattern=$(IFS='|'; echo "@(${names[*]})")
+S3_SERVER=rgw E2E_ONLY="$pattern" bash tests/e2e/run.sh | sed 's/^/rgw: /'
+exit "${PIPESTATUS[0]}"
