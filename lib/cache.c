@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hfs3/explain.h"
 #include "hfs3/index.h"
 #include "hfs3/log.h"
 #include "hfs3/s3.h"
@@ -257,8 +258,7 @@ int hfs3_cache_open(const char *dir, hfs3_cache **out)
         return hfs3_err(-ENOMEM, "out of memory");
     c->fd = c->blobs = c->tmp = c->locks = c->fails = c->mounts = -1;
     c->uid = geteuid();
-    const char *vf = getenv("HFS3_VERIFY_FOREIGN");
-    c->verify_foreign = vf && !strcmp(vf, "1");
+    c->verify_foreign = hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0);
     c->dir = dir ? hfs3_strdup(dir) : hfs3_cache_dir_from_env();
     if (!c->dir) {
         rc = dir ? hfs3_err(-ENOMEM, "out of memory") : -ENOENT;
@@ -435,8 +435,8 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     hfs3_debug("%s: manifest installed (%zu entries)", r->spec, m->n);
     goto out;
 wrap:
-    /* s3.c's messages name the key already */
-    hfs3_err_wrap(rc, "%s", r->spec);
+    /* s3.c's messages name the key already; a missing bucket or manifest and refused keys say what to do */
+    hfs3_explain_s3(r, key, rc);
 out:
     hfs3_manifest_free(m);
     if (s3)
@@ -493,8 +493,7 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = 0;
         goto ok;
     }
-    const char *off = getenv("HFS3_OFFLINE");
-    if (off && !strcmp(off, "1")) {
+    if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
         if (have_cached && !foreign_cached) {
             rc = 0;
             goto ok;

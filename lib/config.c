@@ -436,7 +436,7 @@ static int aws_profile_exists(const aws_files *a)
 static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
 {
     const char *ak = envv("AWS_ACCESS_KEY_ID"), *sk = envv("AWS_SECRET_ACCESS_KEY"), *tok;
-    const char *where;
+    const char *where, *srcdesc = NULL;
     if (ak || sk) {
         if (!ak || !sk)
             return hfs3_err(-EINVAL, "remote %s: %s is set but %s is not", ctx,
@@ -444,6 +444,7 @@ static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
                             ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
         tok = envv("AWS_SESSION_TOKEN");
         where = "the environment";
+        srcdesc = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment";
     } else {
         ak = nz(ini_get(&a->cred, a->profile, "aws_access_key_id", NULL));
         sk = nz(ini_get(&a->cred, a->profile, "aws_secret_access_key", NULL));
@@ -464,6 +465,13 @@ static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
         int rc;
         if ((rc = set_str(&r->access_key, ak)) < 0 || (rc = set_str(&r->secret_key, sk)) < 0 ||
             (rc = set_str(&r->session_token, tok)) < 0)
+            return rc;
+        char desc[4400];
+        if (!srcdesc)
+            snprintf(desc, sizeof desc, "AWS profile '%s' in %s", a->profile, where);
+        else
+            snprintf(desc, sizeof desc, "%s", srcdesc);
+        if ((rc = set_str(&r->cred_source, desc)) < 0)
             return rc;
         hfs3_debug("remote %s: credentials from %s", ctx, where);
         return 0;
@@ -621,6 +629,25 @@ static const char *rc_get(const rc_remote *c, const char *key)
     return ini_get(&c->f, c->name, key, NULL);
 }
 
+/* Where rc_get found key, for messages: the variable's name, or the remote's section in the config file. */
+static void rc_where(const rc_remote *c, const char *key, char *out, size_t n)
+{
+    char var[512], ukey[128];
+    size_t i;
+    for (i = 0; key[i] && i + 1 < sizeof ukey; i++)
+        ukey[i] = (char)toupper((unsigned char)key[i]);
+    ukey[i] = 0;
+    const char *pre[] = {c->env1, c->env2, "RCLONE_S3_"};
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(var, sizeof var, "%s%s", pre[k], ukey);
+        if (getenv(var)) {
+            snprintf(out, n, "%s in the environment (rclone remote '%s')", var, c->name);
+            return;
+        }
+    }
+    snprintf(out, n, "rclone remote '%s' in %s", c->name, c->path);
+}
+
 /* rclone looks for $RCLONE_CONFIG, else the first existing of $XDG_CONFIG_HOME/rclone/rclone.conf,
  * ~/.config/rclone/rclone.conf, ~/.rclone.conf (the first of those naming the file when none exists). */
 static char *rclone_conf_path(void)
@@ -718,6 +745,10 @@ static int parse_rclone(hfs3_remote *r, const char *name, int *pref)
     if (ak && sk) {
         if ((rc = set_str(&r->access_key, ak)) < 0 || (rc = set_str(&r->secret_key, sk)) < 0 ||
             (rc = set_str(&r->session_token, nz(rc_get(&c, "session_token")))) < 0)
+            goto fail;
+        char desc[4400];
+        rc_where(&c, "secret_access_key", desc, sizeof desc);
+        if ((rc = set_str(&r->cred_source, desc)) < 0)
             goto fail;
     } else if (env_auth) {
         if ((rc = aws_load(&a, rc_get(&c, "profile"), rc_get(&c, "shared_credentials_file"))) < 0 ||
@@ -881,6 +912,7 @@ void hfs3_remote_free(hfs3_remote *r)
     free(r->secret_key);
     free(r->session_token);
     free(r->ca_bundle);
+    free(r->cred_source);
     free(r);
 }
 

@@ -20,6 +20,8 @@ typedef struct hfs3_remote {
     char *secret_key;
     char *session_token; /* may be NULL */
     char *ca_bundle;     /* may be NULL */
+    char *cred_source;   /* where the keys came from, for messages (a variable, profile or rclone remote, never a
+                            key); NULL when anonymous */
     int path_style;      /* 1: http://host/bucket/key, 0: http://bucket.host/key */
     int tls_verify;      /* 0 only when HFS3_TLS_VERIFY=0 */
 } hfs3_remote;
