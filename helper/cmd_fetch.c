@@ -16,6 +16,7 @@
 
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/explain.h"
 #include "hfs3/fetch.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
@@ -112,6 +113,8 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_ent
         return hfs3_err(-ENOMEM, "out of memory");
     hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag};
     int rc = hfs3_fetch(c, r, &f, o, res);
+    if (rc < 0 && rc != -EWOULDBLOCK)
+        hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
     free(key);
     return rc;
 }

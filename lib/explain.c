@@ -74,6 +74,13 @@ int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
                  r->bucket, r->endpoint, r->spec);
     } else if (rc == -ENOENT && is_manifest) {
         hfs3_err(rc, "no manifest at s3://%s/%s: run hfs3-manifest build %s", r->bucket, mkey, r->spec);
+    } else if (rc == -ENOENT && key && strstr(msg, " 404 NoSuchKey")) {
+        hfs3_err(rc, "%s: s3://%s/%s is gone (404 NoSuchKey): the prefix changed since the manifest was built; "
+                 "run hfs3-manifest build %s (hfs3-manifest verify %s lists every difference)", r->spec, r->bucket,
+                 key, r->spec, r->spec);
+    } else if (rc == -EBADMSG && strstr(msg, "sha256 mismatch")) {
+        hfs3_err(rc, "%s: %s: the object changed since the manifest was built, or was damaged; run hfs3-manifest "
+                 "build %s if the change is wanted", r->spec, msg, r->spec);
     } else if (refused_code(msg)) {
         /* the message s3.c wrote names the request, the status and S3's code; cut S3's long prose */
         char *prose = strstr(msg, "SignatureDoesNotMatch: ");

@@ -13,7 +13,8 @@ int hfs3_env_bool(const char *name, int dflt);
 /* Rewrites the current error message (hfs3_errmsg) of an S3 request on r that failed with rc, and returns rc:
  * - 404 NoSuchBucket: "REMOTE: bucket B does not exist at ENDPOINT: check the bucket in REMOTE, or create it";
  * - 404 on the manifest's key (key is r's manifest key): "no manifest at s3://B/P/.hfs3/manifest.json: run
- *   hfs3-manifest build REMOTE";
+ *   hfs3-manifest build REMOTE"; 404 NoSuchKey on another key, or a sha256 mismatch (-EBADMSG): the prefix
+ *   changed since the build, run build again;
  * - 403 (SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied ...): adds which credentials were used
  *   (r->cred_source: the variable, profile or rclone remote; never a key) and what to check;
  * - anything else: "REMOTE: " + the message, unless it already starts with the remote.
