@@ -4,6 +4,7 @@
  * struct and never into a message or a log line. */
 #include "hfs3/config.h"
 
+#include "hfs3/explain.h"
 #include "hfs3/log.h"
 #include "hfs3/util.h"
 
@@ -852,13 +853,8 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
         rc = hfs3_err(-EINVAL, "HFS3_S3_ADDRESSING='%s': expected path, virtual or auto", am);
         goto fail;
     }
-    const char *tv = envv("HFS3_TLS_VERIFY");
-    if (tv && (strcmp(tv, "0") == 0 || strcasecmp(tv, "false") == 0 || strcasecmp(tv, "no") == 0)) {
-        r->tls_verify = 0;
-    } else if (tv && strcmp(tv, "1") != 0 && strcasecmp(tv, "true") != 0 && strcasecmp(tv, "yes") != 0) {
-        rc = hfs3_err(-EINVAL, "HFS3_TLS_VERIFY='%s': expected 0 or 1", tv);
-        goto fail;
-    }
+    /* 1/0, true/false, yes/no, on/off; anything else warns once and keeps the checks on */
+    r->tls_verify = hfs3_env_bool("HFS3_TLS_VERIFY", 1);
 
     const char *colon = strchr(spec, ':');
     if (hfs3_starts_with(spec, "s3://")) {
