@@ -563,8 +563,9 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
             rc = 0;
             goto ok;
         }
-        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it in %s", r->spec,
-                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", mdir);
+        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it in %s: run hfs3-manifest fetch "
+                      "%s online with HFS3_CACHE_DIR=%s first (the same REMOTE, trailing slashes aside)", r->spec,
+                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", mdir, r->spec, c->dir);
         goto fail;
     }
     /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET */
