@@ -128,7 +128,12 @@ struct hfs3_remote *cmd_remote(const char *spec)
 {
     hfs3_remote *r = NULL;
     if (hfs3_remote_parse(spec, &r) < 0) {
-        cmd_err("%s", hfs3_errmsg());
+        /* config.c names the rclone remote ("remote minio: ..."): name the REMOTE as the user wrote it too */
+        const char *m = hfs3_errmsg();
+        if (!strncmp(m, "remote ", 7) && strncmp(m + 7, spec, strlen(spec)) != 0)
+            cmd_err("%s: %s", spec, m);
+        else
+            cmd_err("%s", m);
         return NULL;
     }
     return r;

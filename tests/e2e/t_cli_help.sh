@@ -38,7 +38,11 @@ expect_exit 2 "build --layout" "$H" build --layout odd s3test:b/p
 grep -q "^hfs3-manifest build: --layout must be auto, flat or hf-cache, not 'odd'" "$WORK/err" || { cat "$WORK/err"; fail "build --layout"; }
 expect_exit 2 "a malformed REMOTE" "$H" show nocolon
 grep -q "^hfs3-manifest show: REMOTE 'nocolon': expected name:bucket/prefix or s3://bucket/prefix" "$WORK/err" || { cat "$WORK/err"; fail "malformed REMOTE"; }
-ok "--help, --version, unknown commands and bad values"
+: >"$WORK/empty.conf"
+RCLONE_CONFIG=$WORK/empty.conf expect_exit 2 "an unknown rclone remote" "$H" show nosuch:b/p
+grep -q "^hfs3-manifest show: nosuch:b/p: remote nosuch: not found in rclone config $WORK/empty.conf (nor RCLONE_CONFIG_NOSUCH_TYPE)" "$WORK/err" || { cat "$WORK/err"; fail "unknown remote"; }
+one_line "$WORK/err"
+ok "--help, --version, unknown commands, unknown remotes and bad values"
 
 if command -v man >/dev/null || command -v groff >/dev/null; then
   for page in docs/hfs3-manifest.1 docs/hfs3.7; do
