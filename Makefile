@@ -27,7 +27,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_SBIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests-san/%)
 
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
-# C probes for the shim, built three ways (interposition.md): plain, large-file, fortified.
+# C probes for the shim, built three ways: plain, large-file (_FILE_OFFSET_BITS=64), fortified.
 PROBE_BIN  := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/plain/%) \
               $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/lfs/%) \
               $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/fort/%)
@@ -36,7 +36,8 @@ HELPER     := $(BUILD)/bin/hfs3-manifest
 # The end-to-end tests run the helper built with ASan + UBSan, so its error and free paths are checked too.
 HELPER_SAN := $(BUILD)/bin-san/hfs3-manifest
 HELPER_SOBJ := $(HELPER_SRC:%.c=$(BUILD)/san/%.o)
-# The shim: libc only, no large-file or fortify renaming (interposition.md), only the interposers exported.
+# The shim: libc only, no large-file or fortify renaming (glibc would redirect open to open64 or __open_2
+# inside the shim itself), only the interposers exported.
 SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPIC -fvisibility=hidden -Iinclude \
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
@@ -131,8 +132,13 @@ fuzz:
 	@BUILD=$(BUILD) bash tests/fuzz/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(HELPER) $(DESTDIR)$(PREFIX)/bin/hfs3-manifest
+	install -m 0644 docs/hfs3-manifest.1 $(DESTDIR)$(PREFIX)/share/man/man1/hfs3-manifest.1
+	install -m 0644 docs/hfs3.7 $(DESTDIR)$(PREFIX)/share/man/man7/hfs3.7
+	install -m 0644 scripts/hfs3-manifest.bash-completion \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/hfs3-manifest
 	$(if $(SHIM_SRC),install -m 0755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libhfs3shim.so)
 	$(if $(DESTDIR),,$(if $(SHIM_SRC),-ldconfig))
 

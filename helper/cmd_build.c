@@ -8,6 +8,7 @@
 
 #include "cmds.h"
 #include "hfs3/builder.h"
+#include "hfs3/explain.h"
 
 int cmd_build(int argc, char **argv)
 {
@@ -26,16 +27,20 @@ int cmd_build(int argc, char **argv)
         case 'L': o.layout = optarg; break;
         case 'n': dry = 1; break;
         case 'o': output = optarg; break;
-        case 'h': cmd_usage("build"); return 0;
+        case 'h': cmd_help("build"); return 0;
         default: cmd_usage("build"); return 2;
         }
     }
     if (optind != argc - 1) {
+        if (optind < argc - 1)
+            cmd_err("one REMOTE expected, got %d arguments", argc - optind);
+        else
+            cmd_err("REMOTE missing");
         cmd_usage("build");
         return 2;
     }
     if (strcmp(o.layout, "auto") && strcmp(o.layout, "flat") && strcmp(o.layout, "hf-cache")) {
-        fprintf(stderr, "hfs3-manifest: build: --layout must be auto, flat or hf-cache, not '%s'\n", o.layout);
+        cmd_err("--layout must be auto, flat or hf-cache, not '%s'", o.layout);
         return 2;
     }
     hfs3_remote *r = cmd_remote(argv[optind]);
@@ -58,9 +63,9 @@ int cmd_build(int argc, char **argv)
         if (problems.len)
             fprintf(stderr, "%s", hfs3_buf_str(&problems));
         else
-            fprintf(stderr, "hfs3-manifest: build: %s\n", hfs3_errmsg());
+            cmd_err("%s", (hfs3_explain_s3(r, NULL, rc), hfs3_errmsg()));
         if (problems.len)
-            fprintf(stderr, "hfs3-manifest: build: nothing written\n");
+            cmd_err("nothing written");
         goto done;
     }
     size_t files, dirs, links;
@@ -70,7 +75,7 @@ int cmd_build(int argc, char **argv)
     char wherebuf[4200];
     if (to_stdout || output) {
         if ((rc = hfs3_manifest_write(m, &doc)) < 0) {
-            fprintf(stderr, "hfs3-manifest: build: %s\n", hfs3_errmsg());
+            cmd_err("%s", hfs3_errmsg());
             goto done;
         }
         if (to_stdout) {
@@ -79,7 +84,7 @@ int cmd_build(int argc, char **argv)
             where = dry ? "; dry run, nothing written" : "";
         } else {
             if ((rc = hfs3_write_output(output, hfs3_buf_str(&doc), doc.len, 0644)) < 0) {
-                fprintf(stderr, "hfs3-manifest: build: %s\n", hfs3_errmsg());
+                cmd_err("%s", hfs3_errmsg());
                 goto done;
             }
             snprintf(wherebuf, sizeof wherebuf, "; wrote %s", output);
@@ -88,7 +93,8 @@ int cmd_build(int argc, char **argv)
     } else {
         int written = 0;
         if ((rc = hfs3_publish(r, m, &written)) < 0) {
-            fprintf(stderr, "hfs3-manifest: build: %s: writing the manifest: %s\n", r->spec, hfs3_errmsg());
+            hfs3_explain_s3(r, NULL, rc);
+            cmd_err("writing the manifest: %s", hfs3_errmsg());
             goto done;
         }
         char *key = hfs3_remote_manifest_key(r);

@@ -16,12 +16,13 @@
 
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/explain.h"
 #include "hfs3/fetch.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
 #include "hfs3/util.h"
 
-static void errline(const char *msg) { fprintf(stderr, "hfs3-manifest: %s\n", msg); }
+static void errline(const char *msg) { cmd_err("%s", msg); }
 
 /* The shim hands us a clean descriptor table but other callers may not: an inherited descriptor (a
  * pipe the caller waits on to close) must not live as long as a background fetch. */
@@ -112,6 +113,8 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_ent
         return hfs3_err(-ENOMEM, "out of memory");
     hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag};
     int rc = hfs3_fetch(c, r, &f, o, res);
+    if (rc < 0 && rc != -EWOULDBLOCK)
+        hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
     free(key);
     return rc;
 }
@@ -297,7 +300,7 @@ int cmd_prefetch(int argc, char **argv)
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "hfs3-manifest: _prefetch: fork: %s\n", strerror(errno));
+        cmd_err("fork: %s", strerror(errno));
         return 1;
     }
     if (pid > 0) {
@@ -383,7 +386,15 @@ static void progress_bytes(void *ud, uint64_t n)
 
 int cmd_fetch(int argc, char **argv)
 {
-    if (argc != 2 || argv[1][0] == '-') {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        cmd_help("fetch");
+        return 0;
+    }
+    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
+        if (argc == 2 || (argc > 2 && argv[1][0] == '-'))
+            cmd_err("unknown option '%s'", argv[1]);
+        else
+            cmd_err(argc < 2 ? "REMOTE missing" : "one REMOTE expected");
         cmd_usage("fetch");
         return 2;
     }
@@ -434,10 +445,11 @@ int cmd_fetch(int argc, char **argv)
     if (p.on)
         cmd_progress_end();
     double secs = hfs3_now() - t0;
-    printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s\n", spec,
-           n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0);
+    printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s, "
+           "%zu failed\n", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
     if (failed)
-        fprintf(stderr, "hfs3-manifest: %s: %zu of %zu files failed\n", spec, failed, n);
+        cmd_err("%s: %zu of %zu files failed (each named above); run the same command again to retry them", spec,
+                failed, n);
     status = failed ? 1 : 0;
 out:
     free(order);

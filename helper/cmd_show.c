@@ -62,7 +62,7 @@ int cmd_show(int argc, char **argv)
     hfs3_buf_init(&doc, 0);
     status = 1;
     if (hfs3_fetch_manifest(r, &m, &doc) < 0) {
-        fprintf(stderr, "hfs3-manifest: show: %s\n", hfs3_errmsg());
+        cmd_err("%s", hfs3_errmsg());
         goto done;
     }
     if (json) {
@@ -79,7 +79,7 @@ int cmd_show(int argc, char **argv)
            m->revision ? ", revision " : "", m->revision ? m->revision : "", files, dirs, links, size);
     tree t = {.m = m, .first = malloc((m->n + 1) * sizeof(size_t)), .next = malloc((m->n + 1) * sizeof(size_t))};
     if (!t.first || !t.next) {
-        fprintf(stderr, "hfs3-manifest: show: out of memory\n");
+        cmd_err("out of memory");
         free(t.first);
         free(t.next);
         goto done;

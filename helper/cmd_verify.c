@@ -20,7 +20,7 @@ int cmd_verify(int argc, char **argv)
     size_t checked = 0;
     status = 1;
     if (hfs3_fetch_manifest(r, &m, NULL) < 0) {
-        fprintf(stderr, "hfs3-manifest: verify: %s\n", hfs3_errmsg());
+        cmd_err("%s", hfs3_errmsg());
         goto done;
     }
     int rc = hfs3_verify(r, m, deep, &o, &problems, &checked);
@@ -28,7 +28,7 @@ int cmd_verify(int argc, char **argv)
     if (problems.len)
         fprintf(stderr, "%s", hfs3_buf_str(&problems));
     if (rc < 0 && !problems.len) {
-        fprintf(stderr, "hfs3-manifest: verify: %s\n", hfs3_errmsg());
+        cmd_err("%s", hfs3_errmsg());
         goto done;
     }
     size_t nbad = 0;

@@ -1,6 +1,6 @@
 /* cmds.h - the hfs3-manifest subcommands, one file each. Each takes argv from the subcommand name on
  * (argv[0] = "build", ...) and returns the process exit status: 0 success, 1 failed check or operation,
- * 2 usage or configuration error (design: docs/cli.md). */
+ * 2 usage or configuration error (README.md, docs/hfs3-manifest.1). */
 #ifndef HFS3_HELPER_CMDS_H
 #define HFS3_HELPER_CMDS_H
 
@@ -13,7 +13,10 @@ int cmd_get(int argc, char **argv);      /* cmd_fetch.c: _get [--lock-fd N] REMO
 int cmd_prefetch(int argc, char **argv); /* cmd_fetch.c: _prefetch REMOTE PATH (for the shim) */
 
 /* Shared by the subcommands (main.c). */
-void cmd_usage(const char *cmd);                 /* prints usage of cmd (or all) to stderr */
+void cmd_usage(const char *cmd);                 /* prints usage of cmd (or all) to stderr, for exit 2 */
+void cmd_help(const char *cmd);                  /* prints cmd's --help text to stdout, for exit 0 */
+/* Prints one error line to stderr, prefixed "hfs3-manifest CMD: " (CMD: the subcommand running). */
+void cmd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cmd_progress_wanted(void);                   /* 1 when stderr is a terminal */
 /* progress.c: a hfs3_progress_fn that redraws one line on stderr; _end clears it. */
 #include <stddef.h>

@@ -1,36 +1,125 @@
-/* main.c - hfs3-manifest: dispatches to one file per subcommand. Parsing and printing only; the work is
- * in lib/. */
+/* main.c - hfs3-manifest: dispatches to one file per subcommand; the help texts and the error prefix
+ * ("hfs3-manifest CMD: ") live here. Parsing and printing only; the work is in lib/. */
 #include "cmds.h"
 
 #include "hfs3/config.h"
 #include "hfs3/util.h"
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#define REMOTE_HELP                                                                                             \
+    "REMOTE is name:bucket/prefix (an rclone remote from $RCLONE_CONFIG, else the first existing of\n"          \
+    "$XDG_CONFIG_HOME/rclone/rclone.conf, ~/.config/rclone/rclone.conf, ~/.rclone.conf, each key overridable\n" \
+    "by RCLONE_CONFIG_<NAME>_<KEY>) or s3://bucket/prefix (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"         \
+    "AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, AWS_PROFILE with ~/.aws/credentials and config).\n"
+
+#define S3_VARS                                                                                                \
+    "  HFS3_S3_ADDRESSING  path, virtual or auto (default auto)\n"                                              \
+    "  HFS3_TLS_VERIFY     0 turns certificate checks off (with a warning)\n"                                   \
+    "  HFS3_LOG            error, warn, info or debug (default warn)\n"
+
+#define CACHE_VARS                                                                                             \
+    "  HFS3_CACHE_DIR      the cache (default $XDG_CACHE_HOME/hfs3, else ~/.cache/hfs3)\n"                      \
+    "  HFS3_OFFLINE        1: never touch the network, use only what is cached\n"                               \
+    "  HFS3_CONNECTIONS    parallel ranged GETs per file, 1 to 64 (default 8)\n"                                \
+    "  HFS3_VERIFY_FOREIGN 1: re-hash blobs other users wrote into a shared cache\n"
+
+#define EXIT_HELP                                                                                              \
+    "Exit status: 0 success, 1 a failed check or operation, 2 a usage or configuration error.\n"
 
 static const struct {
     const char *name;
     int (*fn)(int, char **);
     const char *usage;
+    const char *help;
 } commands[] = {
-    {"build", cmd_build, "build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE"},
-    {"show", cmd_show, "show [--json] REMOTE"},
-    {"verify", cmd_verify, "verify [--deep] REMOTE"},
-    {"fetch", cmd_fetch, "fetch REMOTE"},
-    {"_index", cmd_index, NULL},
-    {"_get", cmd_get, NULL},
-    {"_prefetch", cmd_prefetch, NULL},
+    {"build", cmd_build, "build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE",
+     "Lists the prefix and writes its manifest, PREFIX/.hfs3/manifest.json, with one PUT: every file, directory\n"
+     "and symlink with size, sha256 and ETag. Prints one summary line on stdout. A rebuild of an unchanged\n"
+     "prefix rewrites nothing (the summary says unchanged). Run it again after any change to the prefix.\n\n"
+     "Options:\n"
+     "  --local DIR         take sha256 from the local copy DIR (hashed on all cores); every local file must\n"
+     "                      be in the bucket with the same size, else each difference is named and nothing\n"
+     "                      is written\n"
+     "  --layout L          auto (default), flat (a --local-dir download) or hf-cache (models--org--name)\n"
+     "  --dry-run           print the manifest on stdout instead of writing it; the summary goes to stderr\n"
+     "  -o FILE, --output FILE  write the manifest to FILE (- for stdout) instead of the bucket\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+    {"show", cmd_show, "show [--json] REMOTE",
+     "Prints the stored manifest as a tree, with the layout, revision and totals on the first line. A manifest\n"
+     "that breaks a rule of the format is refused with one line naming the entry and the rule.\n\n"
+     "Options:\n"
+     "  --json              print the manifest document itself\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+    {"verify", cmd_verify, "verify [--deep] REMOTE",
+     "Checks that every file of the stored manifest exists with its size and ETag (one listing). Prints one\n"
+     "line per problem on stderr and a summary on stdout; exit 1 when any check failed.\n\n"
+     "Options:\n"
+     "  --deep              also stream every object and compare its sha256\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+    {"fetch", cmd_fetch, "fetch REMOTE",
+     "Warms this machine's cache: fetches the manifest and every file of it (shards first), each verified\n"
+     "against its sha256 and installed atomically; what is cached already is not fetched again. Prints one\n"
+     "summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s; exit 1\n"
+     "when any file failed. Progress is shown when stderr is a terminal. A server started later with the same\n"
+     "REMOTE (trailing slashes aside) and the same HFS3_CACHE_DIR can then run with HFS3_OFFLINE=1.\n\n"
+     "Options:\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" CACHE_VARS S3_VARS "\n" EXIT_HELP},
+    {"_index", cmd_index, NULL, NULL},
+    {"_get", cmd_get, NULL, NULL},
+    {"_prefetch", cmd_prefetch, NULL, NULL},
 };
+
+static const char *current = NULL; /* the subcommand running, for the error prefix */
+
+void cmd_err(const char *fmt, ...)
+{
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (current)
+        fprintf(stderr, "hfs3-manifest %s: %s\n", current, line);
+    else
+        fprintf(stderr, "hfs3-manifest: %s\n", line);
+}
+
+static void overview(FILE *out)
+{
+    fprintf(out, "usage: hfs3-manifest COMMAND [OPTIONS] REMOTE\n"
+                 "       hfs3-manifest COMMAND --help | --help | --version\n\n"
+                 "Writes and reads the manifests that let libhfs3shim.so show a Hugging Face model folder stored in\n"
+                 "S3 as a local read-only directory, and warms the local cache.\n\nCommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (commands[i].usage)
+            fprintf(out, "  %s\n", commands[i].usage);
+    fprintf(out, "\n" REMOTE_HELP "\n" EXIT_HELP "See hfs3-manifest(1), hfs3(7) and README.md.\n");
+}
 
 void cmd_usage(const char *cmd)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].usage && (!cmd || !strcmp(cmd, commands[i].name)))
             fprintf(stderr, "usage: hfs3-manifest %s\n", commands[i].usage);
-    if (!cmd)
-        fprintf(stderr, "REMOTE is name:bucket/prefix (an rclone remote) or s3://bucket/prefix. See README.md.\n");
+    fprintf(stderr, "Try 'hfs3-manifest %s%s--help' for more information.\n", cmd ? cmd : "", cmd ? " " : "");
+}
+
+void cmd_help(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (commands[i].help && !strcmp(cmd, commands[i].name)) {
+            printf("usage: hfs3-manifest %s\n\n%s\n%s", commands[i].usage, commands[i].help, REMOTE_HELP);
+            return;
+        }
 }
 
 int cmd_progress_wanted(void) { return isatty(2); }
@@ -39,7 +128,12 @@ struct hfs3_remote *cmd_remote(const char *spec)
 {
     hfs3_remote *r = NULL;
     if (hfs3_remote_parse(spec, &r) < 0) {
-        fprintf(stderr, "hfs3-manifest: %s\n", hfs3_errmsg());
+        /* config.c names the rclone remote ("remote minio: ..."): name the REMOTE as the user wrote it too */
+        const char *m = hfs3_errmsg();
+        if (!strncmp(m, "remote ", 7) && strncmp(m + 7, spec, strlen(spec)) != 0)
+            cmd_err("%s: %s", spec, m);
+        else
+            cmd_err("%s", m);
         return NULL;
     }
     return r;
@@ -58,12 +152,19 @@ struct hfs3_remote *cmd_flag_remote(int argc, char **argv, const char *flag_name
             *flag = 1;
             continue;
         }
-        cmd_usage(argv[0]);
-        if (c == 'h')
+        if (c == 'h') {
+            cmd_help(argv[0]);
             *status = 0;
+        } else {
+            cmd_usage(argv[0]);
+        }
         return NULL;
     }
     if (optind != argc - 1) {
+        if (optind < argc - 1)
+            cmd_err("one REMOTE expected, got %d arguments", argc - optind);
+        else
+            cmd_err("REMOTE missing");
         cmd_usage(argv[0]);
         return NULL;
     }
@@ -72,18 +173,31 @@ struct hfs3_remote *cmd_flag_remote(int argc, char **argv, const char *flag_name
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        cmd_usage(NULL);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        overview(stderr);
+        return 2;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (commands[i].help && !strcmp(argv[2], commands[i].name)) {
+                    cmd_help(argv[2]);
+                    return 0;
+                }
+        }
+        overview(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
         printf("hfs3-manifest %s\n", HFS3_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
+        if (!strcmp(argv[1], commands[i].name)) {
+            current = commands[i].name;
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "hfs3-manifest: unknown command '%s'\n", argv[1]);
-    cmd_usage(NULL);
+        }
+    cmd_err("unknown command '%s'", argv[1]);
+    fprintf(stderr, "Try 'hfs3-manifest --help' for more information.\n");
     return 2;
 }

@@ -3,6 +3,7 @@
  * of where each sha256 comes from, publishing. Does not own: HTTP (s3.c), the document rules and bytes
  * (manifest.c), worker threads and streamed hashing (jobs.c), verify (verify.c), printing (helper/). */
 #include "hfs3/builder.h"
+#include "hfs3/explain.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -706,11 +707,10 @@ int hfs3_fetch_manifest(const hfs3_remote *r, hfs3_manifest **out, hfs3_buf *doc
     int rc = key ? hfs3_s3_new(r, NULL, &c) : hfs3_err(-ENOMEM, "out of memory");
     if (rc == 0)
         rc = hfs3_s3_get_buf(c, key, HFS3_MAX_DOC, &body, NULL);
-    if (rc == -ENOENT)
-        rc = hfs3_err(-ENOENT, "%s: no manifest at s3://%s/%s (run `hfs3-manifest build %s` first)", r->spec,
-                      r->bucket, key, r->spec);
-    else if (rc == -EFBIG)
+    if (rc == -EFBIG)
         rc = hfs3_err(-E2BIG, "%s: manifest %s is larger than the %u-byte limit", r->spec, key, HFS3_MAX_DOC);
+    else if (rc < 0 && key) /* a missing bucket or manifest, refused keys: say which and what to do */
+        rc = hfs3_explain_s3(r, key, rc);
     if (rc == 0 && (rc = hfs3_manifest_parse(hfs3_buf_str(&body), body.len, out)) < 0)
         hfs3_err_wrap(rc, "%s: s3://%s/%s", r->spec, r->bucket, key);
     if (rc == 0 && doc) {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hfs3/explain.h"
 #include "hfs3/index.h"
 #include "hfs3/log.h"
 #include "hfs3/s3.h"
@@ -64,15 +65,34 @@ char *hfs3_cache_dir_from_env(void)
     return s;
 }
 
+/* Whether path (or, path NULL, the directory fd) is the root of a mount: a volume a container runtime
+ * mounted (a kubelet emptyDir or hostPath), not just a directory of the file system it is on. */
+static int mount_root(const char *path, int fd)
+{
+    struct statx stx;
+    if (statx(path ? AT_FDCWD : fd, path ? path : "", path ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH,
+              STATX_BASIC_STATS, &stx) < 0)
+        return 0;
+    return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* A directory on the way to the cache: someone who can rename entries in it (a writable directory
  * without the sticky bit, or its owner) decides what the path leads to, so it must be the user's or
- * root's, and not writable by others unless sticky (/tmp is fine). */
-static int check_on_path(const char *dir, const char *comp, const struct stat *st, uid_t me)
+ * root's, and not writable by others unless sticky (/tmp is fine).
+ * One exception, for Kubernetes: kubelet mounts emptyDir volumes mode 0777 (2777 with an fsGroup), and
+ * nobody can chmod them from inside the pod. Such a volume is accepted as the cache's immediate parent
+ * (volume_parent: comp holds the cache directory itself) when it is the root of a mount and belongs to
+ * root or to this user: whoever can write into it is a process of the same pod, which is one trust domain,
+ * and what they could do there (rename the cache away and plant another) is caught by the owner and mode
+ * checks of the cache directory, which is then opened and used through a descriptor only. */
+static int check_on_path(const char *dir, const char *comp, const struct stat *st, uid_t me, int volume_parent)
 {
-    if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX))
+    if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX) &&
+        !(volume_parent == 1 && (st->st_uid == 0 || st->st_uid == me)))
         return hfs3_err(-EPERM, "cache directory %s is reached through %s, writable by others without the sticky "
-                        "bit (mode %04o); refusing (chmod o-w or +t %s, or choose another HFS3_CACHE_DIR)", dir,
-                        comp, (unsigned)(st->st_mode & 07777), comp);
+                        "bit (mode %04o)%s; refusing (chmod o-w or +t %s, or choose another HFS3_CACHE_DIR)", dir,
+                        comp, (unsigned)(st->st_mode & 07777),
+                        volume_parent == 0 ? ", which is not the root of a mounted volume either" : "", comp);
     if (st->st_uid != me && st->st_uid != 0)
         return hfs3_err(-EPERM, "cache directory %s is reached through %s, owned by uid %u (not you or root), "
                         "who could replace what is below it; refusing (choose another HFS3_CACHE_DIR)", dir, comp,
@@ -109,8 +129,10 @@ int hfs3_cache_check_dir(const char *dir, int *shared)
                             dir, buf, (unsigned)st.st_uid);
         if (c && S_ISLNK(st.st_mode) && stat(buf, &st) < 0)
             break;
-        int rc;
-        if (c && S_ISDIR(st.st_mode) && (rc = check_on_path(dir, buf, &st, me)) < 0)
+        int rc, vp = -1;
+        if (c && S_ISDIR(st.st_mode) && !strchr(p + 1, '/')) /* buf holds the cache directory itself */
+            vp = mount_root(buf, -1);
+        if (c && S_ISDIR(st.st_mode) && (rc = check_on_path(dir, buf, &st, me, vp)) < 0)
             return rc;
         *p = c;
         if (!c)
@@ -128,11 +150,23 @@ int hfs3_cache_check_dir(const char *dir, int *shared)
     if (!S_ISDIR(st.st_mode))
         return hfs3_err(-ENOTDIR, "cache directory %s is not a directory", dir);
     if (st.st_mode & S_IWOTH)
-        return hfs3_err(-EPERM, "cache directory %s is writable by others (mode %04o); refusing", dir,
-                        (unsigned)(st.st_mode & 07777));
+        return hfs3_err(-EPERM, "cache directory %s is writable by others (mode %04o)%s; refusing (%s)", dir,
+                        (unsigned)(st.st_mode & 07777), mount_root(dir, -1) ? ", a volume as kubelet mounts an "
+                        "emptyDir" : "", mount_root(dir, -1) ? "set HFS3_CACHE_DIR to a folder inside it, e.g. "
+                        "DIR/hfs3, which hfs3 then creates itself" : "chmod o-w it, or set HFS3_CACHE_DIR to a new "
+                        "folder, which hfs3 creates itself");
     if (shared)
         *shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
     return 0;
+}
+
+/* A private cache directory (no setgid + group write) of another user. */
+static int refuse_not_yours(const char *dir, uid_t owner, uid_t me)
+{
+    return hfs3_err(-EPERM, "cache directory %s belongs to uid %u, not to you (uid %u): a private cache must be "
+                    "yours; refusing (use a cache of your own, e.g. another HFS3_CACHE_DIR; or share one: install -d "
+                    "-m 3770 -g GROUP DIR, or on Kubernetes give the pod an fsGroup, or run the init container as "
+                    "uid %u)", dir, (unsigned)owner, (unsigned)me, (unsigned)me);
 }
 
 /* Opens the real path of dir one component at a time from "/", O_DIRECTORY | O_NOFOLLOW, each directory on
@@ -157,9 +191,25 @@ static int walk_open(const char *dir, uid_t me)
             rc = hfs3_err(-errno, "cache directory %s: %s", dir, strerror(errno));
             goto out;
         }
-        if ((rc = check_on_path(dir, wl ? walked : "/", &st, me)) < 0)
+        int vp = -1;
+        if (!*save) /* fd holds the cache directory itself */
+            vp = mount_root(NULL, fd);
+        if ((rc = check_on_path(dir, wl ? walked : "/", &st, me, vp)) < 0)
             goto out;
         int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat cst;
+        if (next < 0 && errno == EACCES && fstatat(fd, comp, &cst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(cst.st_mode)) {
+            /* not ours to enter: say whose it is and what to do rather than "Permission denied" */
+            if (!*save && !((cst.st_mode & S_ISGID) && (cst.st_mode & S_IWGRP)))
+                rc = refuse_not_yours(dir, cst.st_uid, me);
+            else
+                rc = hfs3_err(-EPERM, "cache directory %s: %s/%s (owner uid %u, group %u, mode %04o) cannot be "
+                              "entered by uid %u; refusing (a shared cache needs you in its group: check the "
+                              "server's groups, e.g. the pod's fsGroup)", dir, walked, comp, (unsigned)cst.st_uid,
+                              (unsigned)cst.st_gid, (unsigned)(cst.st_mode & 07777), (unsigned)me);
+            goto out;
+        }
         if (next < 0) {
             rc = hfs3_err(-errno, "cache directory %s: %s/%s changed while it was checked (%s); refusing", dir,
                           walked, comp, strerror(errno));
@@ -187,8 +237,12 @@ static int check_top(hfs3_cache *c, int fd, int created)
     struct stat st;
     if (fstat(fd, &st) < 0)
         return hfs3_err(-errno, "cache directory %s: %s", c->dir, strerror(errno));
-    if (created && st.st_uid == c->uid && (st.st_mode & 07777) != 0700) {
-        if (fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0)
+    /* a new cache inside a setgid, group-writable directory (a volume with a pod's fsGroup) is shared with
+     * that group, which mkdir gave it: 3770, so that an init container and the server (another uid of the
+     * group) both use it; anywhere else it is private */
+    mode_t want = created == 2 && st.st_gid == c->parent_gid ? 03770 : 0700;
+    if (created && st.st_uid == c->uid && (st.st_mode & 07777) != want) {
+        if (fchmod(fd, want) < 0 || fstat(fd, &st) < 0)
             return hfs3_err(-errno, "chmod %s: %s", c->dir, strerror(errno));
     }
     if (!S_ISDIR(st.st_mode))
@@ -206,9 +260,7 @@ static int check_top(hfs3_cache *c, int fd, int created)
                         "you or root; refusing (its owner could replace anything in it)", c->dir,
                         (unsigned)st.st_uid);
     if (!c->shared && st.st_uid != c->uid)
-        return hfs3_err(-EPERM, "cache directory %s belongs to uid %u, not to you (uid %u): a private cache must be "
-                        "yours; refusing (choose another HFS3_CACHE_DIR)",
-                        c->dir, (unsigned)st.st_uid, (unsigned)c->uid);
+        return refuse_not_yours(c->dir, st.st_uid, c->uid);
     if (!c->shared && (st.st_mode & S_IWGRP))
         return hfs3_err(-EPERM, "cache directory %s is group-writable without setgid (mode %04o), neither private "
                         "nor shared; refusing (chmod 700 %s, or chmod 3770 %s to share it with its group)", c->dir,
@@ -257,8 +309,7 @@ int hfs3_cache_open(const char *dir, hfs3_cache **out)
         return hfs3_err(-ENOMEM, "out of memory");
     c->fd = c->blobs = c->tmp = c->locks = c->fails = c->mounts = -1;
     c->uid = geteuid();
-    const char *vf = getenv("HFS3_VERIFY_FOREIGN");
-    c->verify_foreign = vf && !strcmp(vf, "1");
+    c->verify_foreign = hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0);
     c->dir = dir ? hfs3_strdup(dir) : hfs3_cache_dir_from_env();
     if (!c->dir) {
         rc = dir ? hfs3_err(-ENOMEM, "out of memory") : -ENOENT;
@@ -269,10 +320,24 @@ int hfs3_cache_open(const char *dir, hfs3_cache **out)
     int created = 0;
     struct stat st;
     if (lstat(c->dir, &st) < 0 && errno == ENOENT) {
-        /* a new private cache: its parents as mkdir -p makes them, then checked like any others */
-        if ((rc = hfs3_mkdirs(c->dir, 0700)) < 0)
-            goto fail;
+        /* a new cache: its parents as mkdir -p makes them, then checked like any others; shared when its
+         * parent is setgid and group-writable (check_top) */
+        char *parent = hfs3_strdup(c->dir), *slash = parent ? strrchr(parent, '/') : NULL;
+        struct stat pst;
+        if (slash)
+            *(slash == parent ? slash + 1 : slash) = 0;
         created = 1;
+        if (slash && stat(parent, &pst) == 0 && S_ISDIR(pst.st_mode) && (pst.st_mode & S_ISGID) &&
+            (pst.st_mode & S_IRWXG) == S_IRWXG) {
+            created = 2;
+            c->parent_gid = pst.st_gid;
+        }
+        free(parent);
+        if ((rc = hfs3_mkdirs(c->dir, 0700)) < 0) {
+            hfs3_err_wrap(rc, "cache directory %s cannot be created (set HFS3_CACHE_DIR to a directory you can "
+                          "create, or create it: install -d -m 700 DIR)", c->dir);
+            goto fail;
+        }
         if ((rc = hfs3_cache_check_dir(c->dir, NULL)) < 0)
             goto fail;
     }
@@ -435,8 +500,8 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     hfs3_debug("%s: manifest installed (%zu entries)", r->spec, m->n);
     goto out;
 wrap:
-    /* s3.c's messages name the key already */
-    hfs3_err_wrap(rc, "%s", r->spec);
+    /* s3.c's messages name the key already; a missing bucket or manifest and refused keys say what to do */
+    hfs3_explain_s3(r, key, rc);
 out:
     hfs3_manifest_free(m);
     if (s3)
@@ -493,14 +558,14 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = 0;
         goto ok;
     }
-    const char *off = getenv("HFS3_OFFLINE");
-    if (off && !strcmp(off, "1")) {
+    if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
         if (have_cached && !foreign_cached) {
             rc = 0;
             goto ok;
         }
-        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it in %s", r->spec,
-                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", mdir);
+        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it in %s: run hfs3-manifest fetch "
+                      "%s online with HFS3_CACHE_DIR=%s first (the same REMOTE, trailing slashes aside)", r->spec,
+                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", mdir, r->spec, c->dir);
         goto fail;
     }
     /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET */

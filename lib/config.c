@@ -5,6 +5,7 @@
 #include "hfs3/config.h"
 
 #include "hfs3/creds.h"
+#include "hfs3/explain.h"
 #include "hfs3/log.h"
 #include "hfs3/util.h"
 
@@ -457,6 +458,16 @@ static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
         r->access_key = k.access_key;
         r->secret_key = k.secret_key;
         r->session_token = k.session_token;
+        /* for messages about refused keys: where they came from, never the keys */
+        char desc[4400];
+        if (envv("AWS_ACCESS_KEY_ID"))
+            snprintf(desc, sizeof desc, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
+        else
+            snprintf(desc, sizeof desc, "AWS profile '%s' in %s or %s", a->profile, a->cred_path, a->conf_path);
+        if ((rc = set_str(&r->cred_source, desc)) < 0)
+            return rc;
+    } else if (r->creds && (rc = set_str(&r->cred_source, hfs3_creds_source(r->creds))) < 0) {
+        return rc;
     }
     return 0;
 }
@@ -599,6 +610,25 @@ static const char *rc_get(const rc_remote *c, const char *key)
     return ini_get(&c->f, c->name, key, NULL);
 }
 
+/* Where rc_get found key, for messages: the variable's name, or the remote's section in the config file. */
+static void rc_where(const rc_remote *c, const char *key, char *out, size_t n)
+{
+    char var[512], ukey[128];
+    size_t i;
+    for (i = 0; key[i] && i + 1 < sizeof ukey; i++)
+        ukey[i] = (char)toupper((unsigned char)key[i]);
+    ukey[i] = 0;
+    const char *pre[] = {c->env1, c->env2, "RCLONE_S3_"};
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(var, sizeof var, "%s%s", pre[k], ukey);
+        if (getenv(var)) {
+            snprintf(out, n, "%s in the environment (rclone remote '%s')", var, c->name);
+            return;
+        }
+    }
+    snprintf(out, n, "rclone remote '%s' in %s", c->name, c->path);
+}
+
 /* rclone looks for $RCLONE_CONFIG, else the first existing of $XDG_CONFIG_HOME/rclone/rclone.conf,
  * ~/.config/rclone/rclone.conf, ~/.rclone.conf (the first of those naming the file when none exists). */
 static char *rclone_conf_path(void)
@@ -696,6 +726,10 @@ static int parse_rclone(hfs3_remote *r, const char *name, int *pref)
     if (ak && sk) {
         if ((rc = set_str(&r->access_key, ak)) < 0 || (rc = set_str(&r->secret_key, sk)) < 0 ||
             (rc = set_str(&r->session_token, nz(rc_get(&c, "session_token")))) < 0)
+            goto fail;
+        char desc[4400];
+        rc_where(&c, "secret_access_key", desc, sizeof desc);
+        if ((rc = set_str(&r->cred_source, desc)) < 0)
             goto fail;
     } else if (env_auth) {
         if ((rc = aws_load(&a, rc_get(&c, "profile"), rc_get(&c, "shared_credentials_file"))) < 0 ||
@@ -799,13 +833,8 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
         rc = hfs3_err(-EINVAL, "HFS3_S3_ADDRESSING='%s': expected path, virtual or auto", am);
         goto fail;
     }
-    const char *tv = envv("HFS3_TLS_VERIFY");
-    if (tv && (strcmp(tv, "0") == 0 || strcasecmp(tv, "false") == 0 || strcasecmp(tv, "no") == 0)) {
-        r->tls_verify = 0;
-    } else if (tv && strcmp(tv, "1") != 0 && strcasecmp(tv, "true") != 0 && strcasecmp(tv, "yes") != 0) {
-        rc = hfs3_err(-EINVAL, "HFS3_TLS_VERIFY='%s': expected 0 or 1", tv);
-        goto fail;
-    }
+    /* 1/0, true/false, yes/no, on/off; anything else warns once and keeps the checks on */
+    r->tls_verify = hfs3_env_bool("HFS3_TLS_VERIFY", 1);
 
     const char *colon = strchr(spec, ':');
     if (hfs3_starts_with(spec, "s3://")) {
@@ -862,6 +891,7 @@ void hfs3_remote_free(hfs3_remote *r)
     free(r->session_token);
     free(r->ca_bundle);
     hfs3_creds_free(r->creds);
+    free(r->cred_source);
     free(r);
 }
 

@@ -6,6 +6,7 @@
  * then, and is installed by renameat between the cache's checked directory descriptors. Not here: the cache
  * rules and locks (cache.c, cachefs.c), HTTP and retries (s3.c). */
 #include "hfs3/fetch.h"
+#include "hfs3/explain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -644,8 +645,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         }
     }
-    const char *off = getenv("HFS3_OFFLINE");
-    if (off && !strcmp(off, "1") && f->size > 0) {
+    if (hfs3_env_bool("HFS3_OFFLINE", 0) && f->size > 0) {
         rc = hfs3_err(-ENETDOWN, "HFS3_OFFLINE=1 and the file is not in the cache");
         goto failed;
     }

@@ -3,7 +3,7 @@
 #   s3env_stop                      stops it
 # S3_SERVER=rgw starts Ceph's RADOS Gateway (scripts/rgwenv.sh) instead, with the same keys and variables.
 # After start: S3_PORT, S3_ENDPOINT, S3_VERIFIES_SIGNATURES (0 with the node < 20 fallback), remote "s3test:" (rclone variables), and the AWS_* variables for s3://.
-# The environment is cleaned first: the host's AWS_CA_BUNDLE & co. must not leak into tests (design §6).
+# The environment is cleaned first: the host's AWS_CA_BUNDLE & co. must not leak into tests (rclone fails with LoadCustomCABundleError when AWS_CA_BUNDLE is set and the endpoint is http).
 S3ENV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 s3env_clean() {

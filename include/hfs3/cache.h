@@ -20,6 +20,7 @@ typedef struct hfs3_cache {
     mode_t blob_mode;   /* verified blobs: 0444, or 0440 when shared */
     uid_t uid;          /* this user (effective) */
     gid_t gid;          /* the cache directory's group */
+    gid_t parent_gid;   /* hfs3_cache_open: the group of a setgid parent a new cache was created in */
     int verify_foreign; /* HFS3_VERIFY_FOREIGN=1: re-hash blobs and refetch manifests another user wrote */
     int fd;             /* the cache directory, reached and checked as hfs3_cache_open says */
     int blobs, tmp, locks, fails, mounts; /* its subdirectories, checked */

@@ -22,6 +22,8 @@ typedef struct hfs3_remote {
     struct hfs3_creds *creds; /* NULL, or where keys come from when they are not static (creds.h): then the
                                  three above stay NULL and the S3 client asks hfs3_creds_get per request */
     char *ca_bundle;     /* may be NULL */
+    char *cred_source;   /* where the keys came from, for messages (a variable, profile or rclone remote, never a
+                            key); NULL when anonymous */
     int path_style;      /* 1: http://host/bucket/key, 0: http://bucket.host/key */
     int tls_verify;      /* 0 only when HFS3_TLS_VERIFY=0 */
 } hfs3_remote;

@@ -7,12 +7,51 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* FNV-1a 64 of the REMOTE string, as 16 lowercase hex digits + NUL: the name of mounts/<key>/. */
+/* The name of mounts/<key>/ for a REMOTE: FNV-1a 64 of its canonical spelling, as 16 lowercase hex digits +
+ * NUL. Spellings that name the same bucket and prefix the same way share a key: `name:bucket/prefix`,
+ * `name:bucket/prefix/`, `name:bucket//prefix//` (the slashes after the bucket and at the end, which the
+ * helper drops when it resolves the prefix, are dropped here too; slashes inside the prefix are part of the S3
+ * keys and stay). A remote name and s3:// are different remotes: `minio:b/p` and `s3://b/p` do not share a key,
+ * since only the helper can read the configuration that says where each one leads (the shim cannot). Both
+ * the helper and the shim key mounts with this function. */
 static inline void hfs3_mountkey(const char *remote, char out[17])
 {
     uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *p = (const unsigned char *)remote; *p; p++) {
-        h ^= *p;
+    const char *p = remote, *b = NULL;
+    /* where the bucket starts: after "s3://", or after "name:" (no '/' in name, not "name://") */
+    if (p[0] == 's' && p[1] == '3' && p[2] == ':' && p[3] == '/' && p[4] == '/')
+        b = p + 5;
+    else
+        for (const char *q = p; *q && *q != '/'; q++)
+            if (*q == ':') {
+                if (q != p && !(q[1] == '/' && q[2] == '/'))
+                    b = q + 1;
+                break;
+            }
+    const char *end = p + __builtin_strlen(p), *pre = end;
+    if (b && *b != '/') {
+        const char *slash = b;
+        while (*slash && *slash != '/')
+            slash++;
+        pre = slash;
+        while (*pre == '/')
+            pre++;
+        while (end > pre && end[-1] == '/')
+            end--;
+        /* hash "head" (up to the bucket's end), then "/prefix" when there is one */
+        for (const unsigned char *q = (const unsigned char *)p; q < (const unsigned char *)slash; q++) {
+            h ^= *q;
+            h *= 1099511628211ULL;
+        }
+        if (end > pre) {
+            h ^= '/';
+            h *= 1099511628211ULL;
+        }
+    } else {
+        pre = p; /* not a remote we can read: the string byte for byte */
+    }
+    for (const unsigned char *q = (const unsigned char *)pre; q < (const unsigned char *)end; q++) {
+        h ^= *q;
         h *= 1099511628211ULL;
     }
     static const char hexd[] = "0123456789abcdef";

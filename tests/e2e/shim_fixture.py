@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""shim_fixture.py OUTDIR - writes two small models for the shim tests and their manifests (design.md §2):
+"""shim_fixture.py OUTDIR - writes two small models for the shim tests and their manifests (docs/manifest.md):
 OUTDIR/src/hf   an HF cache repo folder (blobs/, refs/main, snapshots/<rev>/ symlinks into ../../blobs)
 OUTDIR/src/flat a --local-dir style folder (files, a nested dir, an empty file, a relative symlink)
 OUTDIR/hf.json, OUTDIR/flat.json   their manifests (sorted bytewise, every parent dir listed)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shim links libc only and exports every name of interposition.md's list that python3 (the one on PATH,
+# The shim links libc only and exports every name of the interposer list (shim/) that python3 (the one on PATH,
 # and its libpython) and coreutils import; it exports nothing but interposers.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"

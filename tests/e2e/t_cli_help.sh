@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# t_cli_help.sh - the CLI as people expect it: `--help` of every command (and of the program) on stdout with exit
+# 0, naming what it does, its flags, the variables it reads and the exit codes; --version; usage errors on stderr
+# with exit 2, prefixed "hfs3-manifest CMD:"; the man pages render. No S3 server needed.
+set -euo pipefail
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+H=$HFS3_BIN
+for cmd in build show verify fetch; do
+  expect_exit 0 "$cmd --help" "$H" "$cmd" --help
+  [ ! -s "$WORK/err" ] || { cat "$WORK/err"; fail "$cmd --help wrote to stderr"; }
+  for want in "^usage: hfs3-manifest $cmd " "^Options:" "^Variables:" "HFS3_LOG" "^Exit status: 0 success, 1 .*, 2 " "^REMOTE is "; do
+    grep -q -- "$want" "$WORK/out" || { cat "$WORK/out"; fail "$cmd --help lacks '$want'"; }
+  done
+  expect_exit 0 "$cmd -h" "$H" "$cmd" -h
+  expect_exit 0 "help $cmd" "$H" help "$cmd"
+  grep -q "^usage: hfs3-manifest $cmd " "$WORK/out" || fail "help $cmd"
+  expect_exit 2 "$cmd --no-such-flag" "$H" "$cmd" --no-such-flag s3test:b/p
+  [ ! -s "$WORK/out" ] || fail "$cmd: a usage error wrote to stdout"
+  grep -q "^usage: hfs3-manifest $cmd" "$WORK/err" || { cat "$WORK/err"; fail "$cmd: usage line"; }
+  grep -q "^Try 'hfs3-manifest $cmd --help'" "$WORK/err" || { cat "$WORK/err"; fail "$cmd: pointer to --help"; }
+  expect_exit 2 "$cmd without REMOTE" "$H" "$cmd"
+  grep -q "^hfs3-manifest $cmd: REMOTE missing" "$WORK/err" || { cat "$WORK/err"; fail "$cmd: REMOTE missing"; }
+done
+grep -q "HFS3_CACHE_DIR" <("$H" fetch --help) || fail "fetch --help names HFS3_CACHE_DIR"
+grep -q "HFS3_OFFLINE" <("$H" fetch --help) || fail "fetch --help names HFS3_OFFLINE"
+grep -q -- "--local DIR" <("$H" build --help) || fail "build --help names --local"
+ok "every command's --help on stdout with exit 0; usage errors on stderr with exit 2"
+
+expect_exit 0 "--help" "$H" --help
+grep -q "^Commands:" "$WORK/out" && grep -q "^  fetch REMOTE" "$WORK/out" && grep -q "^Exit status" "$WORK/out" || { cat "$WORK/out"; fail "--help"; }
+expect_exit 2 "no arguments" "$H"
+grep -q "^usage: hfs3-manifest" "$WORK/err" || fail "no arguments: usage on stderr"
+expect_exit 0 "--version" "$H" --version
+grep -Eq "^hfs3-manifest [0-9]+\.[0-9]+\.[0-9]+$" "$WORK/out" || { cat "$WORK/out"; fail "--version"; }
+expect_exit 2 "unknown command" "$H" frobnicate
+grep -q "^hfs3-manifest: unknown command 'frobnicate'" "$WORK/err" || { cat "$WORK/err"; fail "unknown command"; }
+expect_exit 2 "build --layout" "$H" build --layout odd s3test:b/p
+grep -q "^hfs3-manifest build: --layout must be auto, flat or hf-cache, not 'odd'" "$WORK/err" || { cat "$WORK/err"; fail "build --layout"; }
+expect_exit 2 "a malformed REMOTE" "$H" show nocolon
+grep -q "^hfs3-manifest show: REMOTE 'nocolon': expected name:bucket/prefix or s3://bucket/prefix" "$WORK/err" || { cat "$WORK/err"; fail "malformed REMOTE"; }
+: >"$WORK/empty.conf"
+RCLONE_CONFIG=$WORK/empty.conf expect_exit 2 "an unknown rclone remote" "$H" show nosuch:b/p
+grep -q "^hfs3-manifest show: nosuch:b/p: remote nosuch: not found in rclone config $WORK/empty.conf (nor RCLONE_CONFIG_NOSUCH_TYPE)" "$WORK/err" || { cat "$WORK/err"; fail "unknown remote"; }
+one_line "$WORK/err"
+ok "--help, --version, unknown commands, unknown remotes and bad values"
+
+if command -v man >/dev/null || command -v groff >/dev/null; then
+  for page in docs/hfs3-manifest.1 docs/hfs3.7; do
+    if command -v man >/dev/null; then out=$(MANWIDTH=100 man -l "$HFS3_ROOT/$page" 2>"$WORK/manerr")
+    else out=$(groff -man -Tutf8 "$HFS3_ROOT/$page" 2>"$WORK/manerr"); fi
+    [ -n "$out" ] || fail "$page renders empty"
+    ! grep -qi "warning" "$WORK/manerr" || { cat "$WORK/manerr"; fail "$page: warnings"; }
+  done
+  ok "the man pages render"
+else
+  for page in docs/hfs3-manifest.1 docs/hfs3.7; do grep -q '^\.TH ' "$HFS3_ROOT/$page" || fail "$page"; done
+  ok "the man pages exist (no man or groff here to render them)"
+fi
+# make install puts the man pages and the bash completion under PREFIX/share (the build's own PREFIX, so that
+# installing rebuilds nothing under the other tests' feet)
+prefix=$(cat "$HFS3_ROOT/$BUILD/prefix.stamp")
+make -s --no-print-directory -C "$HFS3_ROOT" install BUILD="$BUILD" DESTDIR="$WORK/root" PREFIX="$prefix" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "make install"; }
+S=$WORK/root$prefix/share
+[ -f "$S/man/man1/hfs3-manifest.1" ] && [ -f "$S/man/man7/hfs3.7" ] || fail "man pages not installed"
+[ -f "$S/bash-completion/completions/hfs3-manifest" ] || fail "bash completion not installed"
+words=$(bash -c 'source "$1"; COMP_WORDS=(hfs3-manifest build --la); COMP_CWORD=2; _hfs3_manifest; echo "${COMPREPLY[*]}"' _ "$S/bash-completion/completions/hfs3-manifest")
+[ "$words" = "--layout" ] || fail "completion of 'build --la': '$words'"
+words=$(bash -c 'source "$1"; COMP_WORDS=(hfs3-manifest build --layout h); COMP_CWORD=3; _hfs3_manifest; echo "${COMPREPLY[*]}"' _ "$S/bash-completion/completions/hfs3-manifest")
+[ "$words" = "hf-cache" ] || fail "completion of '--layout h': '$words'"
+ok "make install: man1/hfs3-manifest.1, man7/hfs3.7, bash completion (which completes)"
+echo "all ok"

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# t_cli_messages.sh - messages that say what to do: a bucket that does not exist, a prefix without a manifest
+# (one line, the remote once), refused keys (which variable, profile or rclone remote; never the key), boolean
+# settings in the usual spellings (one warning for anything else), a cache that cannot be created, and fetch's
+# summary counting failed files (exit 1).
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+s3env_start "$WORK"; trap s3env_stop EXIT
+H=$HFS3_BIN
+export HFS3_CACHE_DIR=$WORK/cache
+fetch_model "$WORK/m"
+fetch_publish "$WORK/m" s3test:models/m1
+rclone copy "$WORK/m" s3test:models/nomanifest
+
+# a bucket that does not exist
+for cmd in show build verify fetch; do
+  expect_exit 1 "$cmd in a missing bucket" "$H" "$cmd" s3test:nosuchbucket/x
+  grep -q "^hfs3-manifest $cmd: s3test:nosuchbucket/x: bucket nosuchbucket does not exist at $S3_ENDPOINT: check the bucket name in s3test:nosuchbucket/x, or create the bucket$" "$WORK/err" ||
+    { cat "$WORK/err"; fail "$cmd: missing bucket message"; }
+  one_line "$WORK/err"
+done
+ok "a missing bucket: 'bucket B does not exist at ENDPOINT' from show, build, verify and fetch"
+
+# a prefix without a manifest: one clean line, the remote once
+for cmd in show verify fetch; do
+  expect_exit 1 "$cmd without a manifest" "$H" "$cmd" s3test:models/nomanifest
+  grep -qx "hfs3-manifest $cmd: no manifest at s3://models/nomanifest/.hfs3/manifest.json: run hfs3-manifest build s3test:models/nomanifest" "$WORK/err" ||
+    { cat "$WORK/err"; fail "$cmd: no manifest message"; }
+  one_line "$WORK/err"
+done
+"$H" _index s3test:models/nomanifest 2>/dev/null && fail "_index without a manifest"
+grep -qxF "no manifest at s3://models/nomanifest/.hfs3/manifest.json: run hfs3-manifest build s3test:models/nomanifest" \
+  "$HFS3_CACHE_DIR"/mounts/*/error || { cat "$HFS3_CACHE_DIR"/mounts/*/error; fail "mounts/K/error"; }
+ok "no manifest: one line naming the object and the command to run, the remote once (also in mounts/K/error)"
+
+# refused keys: where they came from, never the key
+if [ "$S3_VERIFIES_SIGNATURES" = 1 ]; then
+  SECRET=wrong-secret-XYZZY
+  RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=$SECRET expect_exit 1 "wrong secret (rclone variable)" "$H" show s3test:models/m1
+  grep -q "^hfs3-manifest show: s3test:models/m1: s3: GET models/m1/.hfs3/manifest.json: 403 SignatureDoesNotMatch: the server refused the credentials from RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY in the environment (rclone remote 's3test'): check the secret key" "$WORK/err" ||
+    { cat "$WORK/err"; fail "rclone variable: message"; }
+  printf '[conf]\ntype = s3\nprovider = Other\naccess_key_id = S3RVER\nsecret_access_key = %s\nendpoint = %s\nregion = us-east-1\n' "$SECRET" "$S3_ENDPOINT" >"$RCLONE_CONFIG"
+  expect_exit 1 "wrong secret (rclone.conf)" "$H" fetch conf:models/m1
+  grep -q "^hfs3-manifest fetch: conf:models/m1: s3: GET .*403 SignatureDoesNotMatch: the server refused the credentials from rclone remote 'conf' in $RCLONE_CONFIG: check" "$WORK/err" ||
+    { cat "$WORK/err"; fail "rclone.conf: message"; }
+  : >"$RCLONE_CONFIG"
+  AWS_SECRET_ACCESS_KEY=$SECRET expect_exit 1 "wrong secret (AWS variables)" "$H" verify s3://models/m1
+  grep -q "^hfs3-manifest verify: s3://models/m1: .*403 SignatureDoesNotMatch: the server refused the credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment" "$WORK/err" ||
+    { cat "$WORK/err"; fail "AWS variables: message"; }
+  mkdir -p "$HOME/.aws"; printf '[p1]\naws_access_key_id = S3RVER\naws_secret_access_key = %s\n' "$SECRET" >"$HOME/.aws/credentials"
+  env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=p1 "$H" show s3://models/m1 >"$WORK/out" 2>"$WORK/err" && fail "profile with a wrong secret"
+  grep -q "the server refused the credentials from AWS profile 'p1' in $HOME/.aws/credentials: check" "$WORK/err" || { cat "$WORK/err"; fail "AWS profile: message"; }
+  grep -rq "$SECRET" "$WORK/err" "$WORK/out" && fail "the secret appears in the output"
+  ok "refused keys: the message names the variable, the rclone remote (and file) or the AWS profile, never the key"
+else
+  echo "skip: the S3 server does not verify signatures"
+fi
+
+# boolean settings
+"$H" fetch s3test:models/m1 >/dev/null 2>&1 || fail "warm fetch"
+for v in 1 true TRUE yes on; do
+  HFS3_OFFLINE=$v expect_exit 1 "HFS3_OFFLINE=$v with nothing cached" "$H" fetch s3test:models/nomanifest
+  grep -q "HFS3_OFFLINE=1 and no cached manifest" "$WORK/err" || { cat "$WORK/err"; fail "HFS3_OFFLINE=$v not taken as true"; }
+done
+for v in 0 false no off; do
+  HFS3_OFFLINE=$v expect_exit 0 "HFS3_OFFLINE=$v" "$H" fetch s3test:models/m1
+  [ ! -s "$WORK/err" ] || { cat "$WORK/err"; fail "HFS3_OFFLINE=$v warned"; }
+done
+HFS3_OFFLINE=maybe expect_exit 0 "HFS3_OFFLINE=maybe" "$H" fetch s3test:models/m1
+grep -qx "hfs3: warning: HFS3_OFFLINE='maybe' is not a boolean (1/0, true/false, yes/no, on/off); ignored, using 0" "$WORK/err" || { cat "$WORK/err"; fail "HFS3_OFFLINE=maybe"; }
+one_line "$WORK/err"
+HFS3_VERIFY_FOREIGN=perhaps expect_exit 0 "HFS3_VERIFY_FOREIGN=perhaps" "$H" fetch s3test:models/m1
+grep -q "HFS3_VERIFY_FOREIGN='perhaps' is not a boolean" "$WORK/err" || { cat "$WORK/err"; fail "HFS3_VERIFY_FOREIGN=perhaps"; }
+ok "HFS3_OFFLINE and HFS3_VERIFY_FOREIGN: 1/0, true/false, yes/no, on/off; anything else one warning"
+
+# a cache that cannot be created: the cause, and what to do
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod 0755 "$WORK" "$WORK/home"; chmod 0644 "$RCLONE_CONFIG"
+  setpriv --reuid=65534 --regid=65534 --clear-groups env -u HFS3_CACHE_DIR -u XDG_CACHE_HOME HOME=/ \
+    "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" && fail "a cache under HOME=/ as nobody"
+  grep -q "^hfs3-manifest fetch: cache directory //.cache/hfs3 cannot be created (set HFS3_CACHE_DIR to a directory you can create.*mkdir //.cache: Permission denied" "$WORK/err" ||
+    { cat "$WORK/err"; fail "HOME=/ message"; }
+  one_line "$WORK/err"
+  ok "a cache that cannot be created: the mkdir and its cause, and what to set"
+fi
+
+# fetch counts failed files and exits 1
+rm -rf "$HFS3_CACHE_DIR"
+"$HFS3_ROOT/$BUILD/tools/s3cli" rm models/m1/tokenizer.json >/dev/null 2>&1 || rclone deletefile s3test:models/m1/tokenizer.json
+expect_exit 1 "fetch with a missing object" "$H" fetch s3test:models/m1
+grep -q "^s3test:models/m1: 4 files, .* 1 failed$" "$WORK/out" || { cat "$WORK/out"; fail "summary does not count the failure"; }
+grep -q "^hfs3-manifest fetch: s3test:models/m1: s3://models/m1/tokenizer.json is gone (404 NoSuchKey): the prefix changed since the manifest was built; run hfs3-manifest build s3test:models/m1" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the failed file is not named with what to do"; }
+grep -q "^hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed" "$WORK/err" || { cat "$WORK/err"; fail "failure line"; }
+ok "fetch: the summary counts failed files, exit 1"
+echo "all ok"
