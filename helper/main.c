@@ -19,6 +19,10 @@ static const struct {
     {"show", cmd_show, "show [--json] REMOTE"},
     {"verify", cmd_verify, "verify [--deep] REMOTE"},
     {"fetch", cmd_fetch, "fetch REMOTE"},
+    {"cache", cmd_cache, "cache du [--json] [REMOTE] | gc [--max SIZE] [--older-than DAYS] [--unreferenced] "
+                         "[--dry-run] [--json] | verify [--dry-run] [--json]"},
+    {"status", cmd_status, "status [--json] [REMOTE]"},
+    {"run", cmd_run, "run [--mount LOCAL=REMOTE]... [--] PROGRAM [ARGS...]"},
     {"_index", cmd_index, NULL},
     {"_get", cmd_get, NULL},
     {"_prefetch", cmd_prefetch, NULL},

@@ -246,7 +246,7 @@ out:
 
 int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int check)
 {
-    if (not_ours(c, b))
+    if (!check && not_ours(c, b))
         return hfs3_err(-EPERM, "%s/%s belongs to uid %u: only its owner or root may remove it from a shared cache",
                         c->p_blobs, b->sha, (unsigned)b->uid);
     char lock[80];
@@ -277,6 +277,11 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
         close(bfd);
         if (rc != 0)
             goto out; /* 1: good, kept; < 0: could not be read */
+        if (not_ours(c, b)) {
+            rc = hfs3_err(-EPERM, "%s; it belongs to uid %u: only its owner or root may remove it from a shared "
+                          "cache", hfs3_errmsg(), (unsigned)b->uid);
+            goto out;
+        }
     }
     if (!dry_run && unlinkat(c->blobs, b->sha, 0) < 0) {
         int e = errno;
@@ -297,7 +302,7 @@ static int cmp_lru(const void *a, const void *b)
     return strcmp(x->sha, y->sha);
 }
 
-static const char *human(uint64_t n, char *buf, size_t len)
+const char *hfs3_gc_human(uint64_t n, char *buf, size_t len)
 {
     static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)n;
@@ -323,14 +328,14 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
         if (need > avail)
             return hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free; nothing was "
                             "downloaded (free space, or set HFS3_CACHE_MAX so that least recently used files "
-                            "are removed: README \"Cache size\")", human(size, h1, sizeof h1), c->dir,
-                            human(avail, h2, sizeof h2));
+                            "are removed: README \"Cache size\")", hfs3_gc_human(size, h1, sizeof h1), c->dir,
+                            hfs3_gc_human(avail, h2, sizeof h2));
         return 0;
     }
     if (size > max)
         return hfs3_err(-ENOSPC, "the file is %s, more than the whole cache budget HFS3_CACHE_MAX=%s (%s); "
-                        "nothing was removed or downloaded (raise HFS3_CACHE_MAX)", human(size, h1, sizeof h1),
-                        getenv("HFS3_CACHE_MAX"), human(max, h2, sizeof h2));
+                        "nothing was removed or downloaded (raise HFS3_CACHE_MAX)", hfs3_gc_human(size, h1, sizeof h1),
+                        getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2));
     int lfd = -1, rc = hfs3_cache_lock(c, c->locks, GC_LOCK, c->p_locks, 0, &lfd, NULL);
     if (rc < 0)
         return rc;
@@ -351,14 +356,14 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
     if (used - evictable + need > max) {
         rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %s "
                       "are fetches in progress or other users' files; nothing was removed or downloaded",
-                      human(size, h1, sizeof h1), getenv("HFS3_CACHE_MAX"), human(max, h2, sizeof h2),
-                      human(used - evictable, h3, sizeof h3));
+                      hfs3_gc_human(size, h1, sizeof h1), getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2),
+                      hfs3_gc_human(used - evictable, h3, sizeof h3));
         goto out;
     }
     if (avail != UINT64_MAX && need > avail + evictable) {
         rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free, %s more after removing every "
-                      "cached file it may; nothing was removed or downloaded", human(size, h1, sizeof h1), c->dir,
-                      human(avail, h2, sizeof h2), human(evictable, h3, sizeof h3));
+                      "cached file it may; nothing was removed or downloaded", hfs3_gc_human(size, h1, sizeof h1), c->dir,
+                      hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
         goto out;
     }
     qsort(b, n, sizeof *b, cmp_lru);
@@ -392,15 +397,15 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
     }
     if (removed)
         hfs3_info("cache: removed %zu least recently used files (%s) to stay within HFS3_CACHE_MAX=%s", removed,
-                  human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
+                  hfs3_gc_human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
     if (used + need > max)
         rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %zu "
-                      "files are busy, %zu are other users'; nothing was downloaded", human(size, h1, sizeof h1),
-                      getenv("HFS3_CACHE_MAX"), human(max, h2, sizeof h2), busy, foreign);
+                      "files are busy, %zu are other users'; nothing was downloaded", hfs3_gc_human(size, h1, sizeof h1),
+                      getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2), busy, foreign);
     else if (need > avail)
         rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free (removed files still open "
                       "elsewhere free their space only when closed); nothing was downloaded",
-                      human(size, h1, sizeof h1), c->dir, human(avail, h2, sizeof h2));
+                      hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
     else
         rc = 0;
 out:
@@ -410,6 +415,48 @@ out:
 }
 
 /* ---- mounts ---- */
+
+int hfs3_gc_is_repo(const char *name)
+{
+    return !strchr(name, '/') && (hfs3_starts_with(name, "models--") || hfs3_starts_with(name, "datasets--") ||
+                                  hfs3_starts_with(name, "spaces--"));
+}
+
+static int cmp_entry_sha(const void *a, const void *b)
+{
+    return strcmp((*(const hfs3_entry *const *)a)->sha256, (*(const hfs3_entry *const *)b)->sha256);
+}
+
+int hfs3_gc_usage_of(const hfs3_manifest *m, const char *group, hfs3_gc_blob *b, size_t nb, hfs3_gc_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    size_t gl = group ? strlen(group) : 0, k = 0;
+    const hfs3_entry **v = calloc(m->n ? m->n : 1, sizeof *v);
+    if (!v)
+        return hfs3_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->n; i++) {
+        const hfs3_entry *e = &m->entries[i];
+        if (e->type == HFS3_FILE && (!group || (!strncmp(e->path, group, gl) && e->path[gl] == '/')))
+            v[k++] = e;
+    }
+    u->files = k;
+    qsort(v, k, sizeof *v, cmp_entry_sha);
+    for (size_t i = 0; i < k; i++) {
+        hfs3_gc_blob *hit = hfs3_gc_find(b, nb, v[i]->sha256);
+        u->cached_files += hit != NULL;
+        if (i && !strcmp(v[i]->sha256, v[i - 1]->sha256))
+            continue; /* equal content is stored once */
+        if (!hit) {
+            u->bytes_missing += v[i]->size;
+            continue;
+        }
+        u->bytes_cached += hit->size;
+        if (hit->last_use > u->last_use)
+            u->last_use = hit->last_use;
+    }
+    free(v);
+    return 0;
+}
 
 static int is_key(const char *s)
 {

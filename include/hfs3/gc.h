@@ -65,8 +65,25 @@ void hfs3_gc_note_remote(const hfs3_cache *c, int mfd, const char *mdir, const c
 /* Removes blob b (dry_run: only checks it could) under its lock taken without waiting. 0 removed (or would
  * be), -EBUSY its lock is held (being fetched or checked), -EPERM another user's in a sticky directory
  * (only its owner or root may remove it), -ENOENT already gone, or another error. With check set, the blob
- * is first re-hashed under the lock and only removed when it does not match its name: 1 it is good (kept). */
+ * is first re-hashed under the lock and only removed when it does not match its name (the message says what
+ * it hashes to): 1 it is good (kept); -EPERM then means bad but another user's. */
 int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int check);
+
+/* What a cached manifest holds and how much of it is in the cache: files (file entries; a symlink is not
+ * one), cached_files, bytes by content (equal content counted once), and the latest last use among its
+ * cached blobs (0: none). group NULL: the whole manifest; otherwise only the entries under group/ (a
+ * repository folder such as models--org--name of a hub mount). b: sorted by sha (hfs3_gc_list). */
+typedef struct hfs3_gc_usage {
+    size_t files, cached_files;
+    uint64_t bytes_cached, bytes_missing;
+    int64_t last_use;
+} hfs3_gc_usage;
+int hfs3_gc_usage_of(const hfs3_manifest *m, const char *group, hfs3_gc_blob *b, size_t nb, hfs3_gc_usage *u);
+/* Whether a top-level name is a Hugging Face repository folder (models--, datasets--, spaces--). */
+int hfs3_gc_is_repo(const char *name);
+
+/* n bytes as "40.0 MiB" into buf. */
+const char *hfs3_gc_human(uint64_t n, char *buf, size_t len);
 
 /* Sum of the sizes of tmp/ files (fetches in progress or dead). */
 uint64_t hfs3_gc_tmp_bytes(const hfs3_cache *c);
