@@ -250,13 +250,19 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
         return hfs3_err(-EPERM, "%s/%s belongs to uid %u: only its owner or root may remove it from a shared cache",
                         c->p_blobs, b->sha, (unsigned)b->uid);
     char lock[80];
+    struct stat st;
     snprintf(lock, sizeof lock, "%s.lock", b->sha);
+    int had_lock = fstatat(c->locks, lock, &st, AT_SYMLINK_NOFOLLOW) == 0;
     int fd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
     if (rc == -EWOULDBLOCK)
         return hfs3_err(-EBUSY, "%s/%s is being fetched or checked by another process", c->p_blobs, b->sha);
     if (rc < 0)
         return rc;
-    struct stat st;
+    if (!had_lock && fstatat(c->blobs, b->sha, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* the lock file made here is no use of the blob: keep its last use where it was */
+        const struct timespec t[2] = {st.st_mtim, st.st_mtim};
+        (void)futimens(fd, t);
+    }
     if (fstatat(c->blobs, b->sha, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         rc = hfs3_err(-errno, "%s/%s: %s", c->p_blobs, b->sha, strerror(errno));
         goto out;
