@@ -520,8 +520,8 @@ fail:
     goto out;
 ok:
     unlinkat(mfd, "error", 0);
-    hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
 out:
+    hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
     hfs3_cache_unlock(fd);
     close(mfd);
     free(mdir);
