@@ -103,8 +103,10 @@ static void blob_name(const cmd_snap *s, const char *sha, char *out, size_t n)
         }
 }
 
-static int parse_opts(int argc, char **argv, const struct option *lo, const char *usage_cmd, int (*fn)(int, const char *, void *),
-                      void *ud)
+/* getopt_long over lo, each option handed to fn (which returns -1 to go on, or an exit status). Returns -1
+ * when all were taken (optind: the first operand), or the exit status: 0 after --help, 2 for a bad option. */
+static int parse_opts(int argc, char **argv, const struct option *lo, const char *usage_cmd,
+                      int (*fn)(int, const char *, void *), void *ud)
 {
     int c;
     optind = 1;
@@ -279,7 +281,8 @@ void cmd_print_json(cJSON *j)
 
 static int cache_du(int argc, char **argv)
 {
-    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
     du_opts o = {0};
     int rc = parse_opts(argc, argv, lo, "cache du [--json] [REMOTE]", du_opt, &o);
     if (rc >= 0)
@@ -353,9 +356,12 @@ static int cmp_lru(const void *a, const void *b)
 
 static int cache_gc(int argc, char **argv)
 {
-    static const struct option lo[] = {{"dry-run", no_argument, NULL, 'n'},   {"unreferenced", no_argument, NULL, 'u'},
-                                       {"max", required_argument, NULL, 'm'}, {"older-than", required_argument, NULL, 'o'},
-                                       {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},
+    static const struct option lo[] = {{"dry-run", no_argument, NULL, 'n'},
+                                       {"unreferenced", no_argument, NULL, 'u'},
+                                       {"max", required_argument, NULL, 'm'},
+                                       {"older-than", required_argument, NULL, 'o'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
     static const char *usage = "cache gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json]";
     gc_opts o = {0};
@@ -529,7 +535,9 @@ static int cache_verify(int argc, char **argv)
         bad += is_bad;
         errors += !is_bad;
         blob_name(&s, b->sha, name, sizeof name);
-        const char *what = r == 0 ? (dry ? "bad, would remove" : "bad, removed") : r == -EPERM ? "bad, kept" : "unreadable";
+        const char *what = r == 0 ? (dry ? "bad, would remove" : "bad, removed")
+                           : r == -EPERM ? "bad, kept"
+                                         : "unreadable";
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "sha256", b->sha);

@@ -284,7 +284,8 @@ static size_t scan_errors(const cmd_snap *s, const char *key, err_info **out)
 
 int cmd_status(int argc, char **argv)
 {
-    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
     int json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -387,7 +388,8 @@ int cmd_status(int argc, char **argv)
         printf("  %s %s: ", m ? cmd_mount_name(m, kb, sizeof kb) : "?", path ? path : f[i].sha);
         if (f[i].done >= 0)
             printf("%s of %s (%.0f%%)", hfs3_gc_human((uint64_t)f[i].done, a, sizeof a),
-                   hfs3_gc_human(f[i].size, b, sizeof b), f[i].size ? 100.0 * (double)f[i].done / (double)f[i].size : 100.0);
+                   hfs3_gc_human(f[i].size, b, sizeof b),
+                   f[i].size ? 100.0 * (double)f[i].done / (double)f[i].size : 100.0);
         else
             printf("%s", hfs3_gc_human(f[i].size, b, sizeof b));
         if (rate > 0)

@@ -28,7 +28,8 @@ int hfs3_gc_parse_size(const char *s, uint64_t fs_bytes, uint64_t *out)
 {
     char *end;
     if (!s || !*s || *s == '-' || *s == '+')
-        return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage", s ? s : "");
+        return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage",
+                        s ? s : "");
     double v = strtod(s, &end);
     if (end == s || !isfinite(v) || v < 0)
         return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage", s);
@@ -368,7 +369,8 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
     }
     if (avail != UINT64_MAX && need > avail + evictable) {
         rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free, %s more after removing every "
-                      "cached file it may; nothing was removed or downloaded", hfs3_gc_human(size, h1, sizeof h1), c->dir,
+                      "cached file it may; nothing was removed or downloaded", hfs3_gc_human(size, h1, sizeof h1),
+                      c->dir,
                       hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
         goto out;
     }
@@ -406,7 +408,8 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
                   hfs3_gc_human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
     if (used + need > max)
         rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %zu "
-                      "files are busy, %zu are other users'; nothing was downloaded", hfs3_gc_human(size, h1, sizeof h1),
+                      "files are busy, %zu are other users'; nothing was downloaded",
+                      hfs3_gc_human(size, h1, sizeof h1),
                       getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2), busy, foreign);
     else if (need > avail)
         rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free (removed files still open "

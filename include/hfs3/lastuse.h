@@ -3,9 +3,9 @@
  * is only ever flocked, never written, so nothing else moves its mtime but its creation, which happens when
  * the blob is first fetched. libc-only on purpose: the shim includes this header (shim/lastuse.c), and the
  * calls are raw system calls so that inside the shim they do not go through its own interposers.
- * Why the lock file and not the blob: futimens(UTIME_NOW) needs the owner or write access; a blob is 0444
- * (0440 shared) and may be another member's in a shared cache, while every member may write a shared lock
- * file (0660). Why not atime: relatime updates it at most daily, noatime never. */
+ * Why the lock file and not the blob: setting both times to now needs only write access (other changes
+ * need the owner); a blob is 0444 (0440 shared) and may be another member's, while every member may write a
+ * shared lock file (0660). Why not atime: relatime updates it at most daily, noatime never. */
 #ifndef HFS3_LASTUSE_H
 #define HFS3_LASTUSE_H
 
@@ -33,8 +33,9 @@ static inline void hfs3_lastuse_touch_at(int dirfd, const char *name)
     if (syscall(SYS_fstat, (int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
         clock_gettime(CLOCK_REALTIME, &now) == 0 &&
         (now.tv_sec - st.st_mtim.tv_sec >= HFS3_LASTUSE_GRAIN || now.tv_sec < st.st_mtim.tv_sec)) {
-        const struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
-        (void)syscall(SYS_utimensat, (int)fd, NULL, ts, 0);
+        /* both times to now (times NULL): the only change that write access allows without owning the
+         * file, so a member records a use on another member's lock file; atime of a lock file means nothing */
+        (void)syscall(SYS_utimensat, (int)fd, NULL, NULL, 0);
     }
     (void)syscall(SYS_close, (int)fd);
 }
