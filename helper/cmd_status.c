@@ -312,11 +312,9 @@ int cmd_status(int argc, char **argv)
     size_t nf = scan_fetches(s.c, &f);
     err_info *e = NULL;
     size_t ne = scan_errors(&s, remote ? key : NULL, &e);
-    double now = hfs3_now();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     double wall = ts(&rt);
-    (void)now;
     cJSON *root = NULL, *jf = NULL;
     if (json) {
         root = cJSON_CreateObject();

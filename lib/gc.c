@@ -350,10 +350,10 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
     if (!budget) {
         uint64_t avail = fs_avail(c);
         if (need > avail)
-            return hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free; nothing was "
+            return hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free; nothing was "
                             "downloaded (free space, or set HFS3_CACHE_MAX so that least recently used files "
-                            "are removed: README \"Cache size\")", hfs3_gc_human(size, h1, sizeof h1), c->dir,
-                            hfs3_gc_human(avail, h2, sizeof h2));
+                            "are removed: README \"Cache size\")", strerror(ENOSPC),
+                            hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
         return 0;
     }
     if (size > max)
@@ -388,8 +388,9 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
         goto out;
     }
     if (avail != UINT64_MAX && need > avail + evictable) {
-        rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free, %s more after removing every "
-                      "cached file it may; nothing was removed or downloaded", hfs3_gc_human(size, h1, sizeof h1),
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free, %s more after removing "
+                      "every cached file it may; nothing was removed or downloaded", strerror(ENOSPC),
+                      hfs3_gc_human(size, h1, sizeof h1),
                       c->dir,
                       hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
         goto out;
@@ -432,8 +433,8 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
                       hfs3_gc_human(size, h1, sizeof h1),
                       getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2), busy, foreign);
     else if (need > avail)
-        rc = hfs3_err(-ENOSPC, "the file is %s and the file system of %s has %s free (removed files still open "
-                      "elsewhere free their space only when closed); nothing was downloaded",
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free (removed files still "
+                      "open elsewhere free their space only when closed); nothing was downloaded", strerror(ENOSPC),
                       hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
     else
         rc = 0;

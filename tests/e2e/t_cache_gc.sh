@@ -84,7 +84,7 @@ ok "too large for the budget: $(grep -o 'the file is.*' "$WORK/err" | head -c 12
 if mkdir "$WORK/small" && mount -t tmpfs -o size=8m tmpfs "$WORK/small" 2>/dev/null; then
   MNT=$WORK/small
   HFS3_CACHE_DIR=$WORK/small/c expect_exit 1 "fetch into a full file system" "$HFS3_BIN" fetch px:models/m1
-  grep -q "model.safetensors: the file is 40.0 MiB and the file system of $WORK/small/c has .* free; nothing was downloaded" "$WORK/err" ||
+  grep -q "model.safetensors: No space left on device: the file is 40.0 MiB and the file system of $WORK/small/c has .* free; nothing was downloaded" "$WORK/err" ||
     { cat "$WORK/err"; fail "ENOSPC message"; }
   [ "$(got_bytes "$WORK/px.log" model.safetensors)" = 0 ] || fail "bytes downloaded into a full file system"
   ok "free space: $(grep -o 'the file is.*free' "$WORK/err" | head -1)"
