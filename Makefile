@@ -69,6 +69,10 @@ $(BUILD)/prefix.stamp: FORCE
 	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' >$@
 FORCE:
 
+# `run` looks for the shim in $(PREFIX)/lib when it is not beside the helper
+$(BUILD)/obj/helper/cmd_run.o $(BUILD)/san/helper/cmd_run.o: BASE += -DHFS3_PREFIX='"$(PREFIX)"'
+$(BUILD)/obj/helper/cmd_run.o $(BUILD)/san/helper/cmd_run.o: $(BUILD)/prefix.stamp
+
 $(HELPER_SAN): $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g $(SAN) -o $@ $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a $(LIBS)

@@ -11,6 +11,10 @@ int cmd_fetch(int argc, char **argv);    /* cmd_fetch.c: fetch REMOTE — warm t
 int cmd_index(int argc, char **argv);    /* cmd_fetch.c: _index REMOTE (for the shim) */
 int cmd_get(int argc, char **argv);      /* cmd_fetch.c: _get [--lock-fd N] REMOTE PATH (for the shim) */
 int cmd_prefetch(int argc, char **argv); /* cmd_fetch.c: _prefetch REMOTE PATH (for the shim) */
+int cmd_cache(int argc, char **argv);    /* cmd_cache.c: cache du|gc|verify */
+int cmd_status(int argc, char **argv);   /* cmd_status.c: status [--json] [REMOTE] */
+int cmd_run(int argc, char **argv);      /* cmd_run.c: run [--mount LOCAL=REMOTE]... -- PROGRAM ARGS */
+
 
 /* Shared by the subcommands (main.c). */
 void cmd_usage(const char *cmd);                 /* prints usage of cmd (or all) to stderr, for exit 2 */

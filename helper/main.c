@@ -73,6 +73,36 @@ static const struct {
      "Options:\n"
      "  -h, --help          this text\n\n"
      "Variables:\n" CACHE_VARS S3_VARS "\n" EXIT_HELP},
+    {"cache", cmd_cache,
+     "cache du [--json] [REMOTE] | gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json] | "
+     "verify [--dry-run] [--json]",
+     "Looks after this machine's cache. du: per mount and per model, files, bytes cached and not yet cached,\n"
+     "last use. gc: removes blobs, least recently used first, until the cache is within --max (or\n"
+     "HFS3_CACHE_MAX), or those unused for --older-than DAYS, or --unreferenced ones (in no cached manifest).\n"
+     "verify: re-hashes every blob and removes the bad ones (exit 1 when any was bad). Each blob is handled\n"
+     "under its lock, so other processes may use the cache meanwhile; a blob open in a program keeps working.\n\n"
+     "Options:\n"
+     "  --max SIZE          bytes with K/M/G/T suffixes, or a percentage of the file system\n"
+     "  --older-than DAYS   blobs not used for DAYS days\n"
+     "  --unreferenced      blobs no cached manifest names\n"
+     "  --dry-run           say what would be removed, remove nothing\n"
+     "  --json              one JSON document on stdout\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" CACHE_VARS "  HFS3_CACHE_MAX      the cache's budget (SIZE as for --max)\n\n" EXIT_HELP},
+    {"status", cmd_status, "status [--json] [REMOTE]",
+     "Shows what is cached per mount, the fetches in progress on this machine (file, bytes, rate, which\n"
+     "process), and the last errors (fails/, mounts/*/error).\n\n"
+     "Options:\n"
+     "  --json              one JSON document on stdout\n"
+     "  -h, --help          this text\n\n"
+     "Variables:\n" CACHE_VARS "\n" EXIT_HELP},
+    {"run", cmd_run, "run [--mount LOCAL=REMOTE]... [--] PROGRAM [ARGS...]",
+     "Runs PROGRAM with libhfs3shim.so preloaded by its absolute path (beside this helper, else the installed\n"
+     "PREFIX/lib) and the mounts appended to HFS3_MOUNTS: no ldconfig or hand-written LD_PRELOAD needed.\n\n"
+     "Options:\n"
+     "  -m, --mount LOCAL=REMOTE  a mount for PROGRAM (repeatable)\n"
+     "  -h, --help          this text\n\n"
+     "Exit status: PROGRAM's; 127 PROGRAM not found, 126 it could not be run, 2 a usage error.\n"},
     {"_index", cmd_index, NULL, NULL},
     {"_get", cmd_get, NULL, NULL},
     {"_prefetch", cmd_prefetch, NULL, NULL},

@@ -3,6 +3,7 @@
  * and the refresh of a mount's manifest + index (`_index`). How files inside are opened and created is
  * cachefs.c's; fetching blobs fetch.c's; the index format index.c's; HTTP s3.c's. */
 #include "hfs3/cache.h"
+#include "hfs3/gc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -585,6 +586,7 @@ fail:
 ok:
     unlinkat(mfd, "error", 0);
 out:
+    hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
     hfs3_cache_unlock(fd);
     close(mfd);
     free(mdir);

@@ -7,6 +7,7 @@
  * rules and locks (cache.c, cachefs.c), HTTP and retries (s3.c). */
 #include "hfs3/fetch.h"
 #include "hfs3/explain.h"
+#include "hfs3/gc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -649,6 +650,9 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         rc = hfs3_err(-ENETDOWN, "HFS3_OFFLINE=1 and the file is not in the cache");
         goto failed;
     }
+    /* HFS3_CACHE_MAX and free space: evict or fail before the first byte (lib/gc.c) */
+    if (f->size > 0 && (rc = hfs3_gc_make_room(c, f->sha256, f->size)) < 0)
+        goto failed;
     if (f->size == 0) {
         rc = fetch_empty(c, f);
     } else {
@@ -677,6 +681,8 @@ failed:
     hfs3_err_wrap(rc, "%s: %s", r->spec, f->path);
     hfs3_cache_write_line(c, c->fails, errname, c->p_fails, hfs3_errmsg());
 out:
+    if (rc == 0)
+        hfs3_gc_touch(c, f->sha256); /* last use, for the least-recently-used eviction */
     hfs3_cache_unlock(lock_fd);
     return rc;
 }

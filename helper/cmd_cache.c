@@ -1,0 +1,597 @@
+/* cmd_cache.c - `hfs3-manifest cache du|gc|verify`: what the cache holds per mount and model, removing
+ * blobs by size, age or reference, and re-hashing every blob. Safe beside running fetches and readers: a
+ * blob is only removed under its own lock taken without waiting (lib/gc.c), and a process that has it open
+ * keeps reading it. Printing only: the work is lib/gc.c's. */
+#include "cmds.h"
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hfs3/cache.h"
+#include "hfs3/config.h"
+#include "hfs3/gc.h"
+#include "hfs3/index.h"
+#include "hfs3/util.h"
+
+#define KEEP_FRESH 300 /* --unreferenced keeps a blob used in the last 5 minutes: its manifest may be arriving */
+
+static const char *sub = "cache";
+
+static void err1(const char *msg) { fprintf(stderr, "hfs3-manifest cache %s: %s\n", sub, msg); }
+
+void cmd_snap_free(cmd_snap *s)
+{
+    free(s->b);
+    hfs3_gc_mounts_free(s->m, s->nm);
+    hfs3_cache_free(s->c);
+    memset(s, 0, sizeof *s);
+}
+
+int cmd_snap_read(cmd_snap *s, const char *who)
+{
+    memset(s, 0, sizeof *s);
+    int rc = hfs3_cache_open(NULL, &s->c);
+    if (rc < 0) {
+        fprintf(stderr, "hfs3-manifest %s: %s\n", who, hfs3_errmsg());
+        return rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR ? 1 : 2;
+    }
+    if (hfs3_gc_list(s->c, &s->b, &s->nb) < 0 || hfs3_gc_mounts(s->c, s->b, s->nb, &s->m, &s->nm) < 0) {
+        fprintf(stderr, "hfs3-manifest %s: %s\n", who, hfs3_errmsg());
+        cmd_snap_free(s);
+        return 1;
+    }
+    for (size_t i = 0; i < s->nb; i++)
+        s->bytes += s->b[i].size;
+    return 0;
+}
+
+const char *cmd_when(int64_t t, char *buf, size_t n)
+{
+    if (!t)
+        return "never";
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+/* The name of a mount in reports: its REMOTE, or mounts/<key> when an older helper cached it. */
+const char *cmd_mount_name(const hfs3_gc_mount *m, char *buf, size_t n)
+{
+    if (m->remote)
+        return m->remote;
+    snprintf(buf, n, "mounts/%s", m->key);
+    return buf;
+}
+
+const hfs3_entry *cmd_snap_entry(const cmd_snap *s, const char *sha, const hfs3_gc_mount **mount)
+{
+    for (size_t i = 0; i < s->nm; i++)
+        for (size_t j = 0; s->m[i].m && j < s->m[i].m->n; j++) {
+            const hfs3_entry *e = &s->m[i].m->entries[j];
+            if (e->type == HFS3_FILE && !strcmp(e->sha256, sha)) {
+                if (mount)
+                    *mount = &s->m[i];
+                return e;
+            }
+        }
+    return NULL;
+}
+
+/* The first file entry naming sha in any cached manifest: " (REMOTE PATH)" for messages, or "". */
+static void blob_name(const cmd_snap *s, const char *sha, char *out, size_t n)
+{
+    out[0] = 0;
+    for (size_t i = 0; i < s->nm; i++)
+        for (size_t j = 0; s->m[i].m && j < s->m[i].m->n; j++) {
+            const hfs3_entry *e = &s->m[i].m->entries[j];
+            if (e->type == HFS3_FILE && !strcmp(e->sha256, sha)) {
+                char kb[40];
+                snprintf(out, n, " (%s %s)", cmd_mount_name(&s->m[i], kb, sizeof kb), e->path);
+                return;
+            }
+        }
+}
+
+/* getopt_long over lo, each option handed to fn (which returns -1 to go on, or an exit status). Returns -1
+ * when all were taken (optind: the first operand), or the exit status: 0 after --help, 2 for a bad option. */
+static int parse_opts(int argc, char **argv, const struct option *lo, const char *usage_cmd,
+                      int (*fn)(int, const char *, void *), void *ud)
+{
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') {
+            cmd_help("cache");
+            return 0;
+        }
+        if (c == '?') {
+            fprintf(stderr, "usage: hfs3-manifest %s\n", usage_cmd);
+            return 2;
+        }
+        int rc = fn(c, optarg, ud);
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
+}
+
+/* ---- du ---- */
+
+typedef struct du_opts {
+    int json;
+    const char *remote;
+} du_opts;
+
+static int du_opt(int c, const char *arg, void *ud)
+{
+    du_opts *o = ud;
+    if (c == 'j')
+        o->json = 1;
+    return -1;
+}
+
+static cJSON *usage_json(const hfs3_gc_usage *u)
+{
+    cJSON *j = cJSON_CreateObject();
+    char w[40];
+    cJSON_AddNumberToObject(j, "files", (double)u->files);
+    cJSON_AddNumberToObject(j, "files_cached", (double)u->cached_files);
+    cJSON_AddNumberToObject(j, "bytes_cached", (double)u->bytes_cached);
+    cJSON_AddNumberToObject(j, "bytes_not_cached", (double)u->bytes_missing);
+    if (u->last_use)
+        cJSON_AddStringToObject(j, "last_use", cmd_when(u->last_use, w, sizeof w));
+    else
+        cJSON_AddNullToObject(j, "last_use");
+    return j;
+}
+
+static void usage_line(const char *indent, const char *name, const hfs3_gc_usage *u)
+{
+    char a[32], b[32], w[40];
+    printf("%s%s: %zu files, %zu cached (%s), %s not cached, last use %s\n", indent, name, u->files,
+           u->cached_files, hfs3_gc_human(u->bytes_cached, a, sizeof a), hfs3_gc_human(u->bytes_missing, b, sizeof b),
+           cmd_when(u->last_use, w, sizeof w));
+}
+
+/* Shared by du and status: a JSON array of the mounts (filtered by remote when given), or lines on stdout. */
+cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
+{
+        cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    char key[17] = "";
+    if (remote)
+        hfs3_mountkey(remote, key);
+    for (size_t i = 0; i < s->nm; i++) {
+        hfs3_gc_mount *m = &s->m[i];
+        if (remote && strcmp(m->key, key))
+            continue;
+        char nb[40], w[40];
+        const char *name = cmd_mount_name(m, nb, sizeof nb);
+        hfs3_gc_usage u = {0};
+        if (m->m)
+            hfs3_gc_usage_of(m->m, NULL, s->b, s->nb, &u);
+        cJSON *j = NULL;
+        if (json) {
+            j = usage_json(&u);
+            cJSON_AddStringToObject(j, "key", m->key);
+            if (m->remote)
+                cJSON_AddStringToObject(j, "remote", m->remote);
+            else
+                cJSON_AddNullToObject(j, "remote");
+            if (m->checked)
+                cJSON_AddStringToObject(j, "checked", cmd_when(m->checked, w, sizeof w));
+            else
+                cJSON_AddNullToObject(j, "checked");
+            if (!m->m)
+                cJSON_AddStringToObject(j, "manifest_error", m->load_err ? m->load_err : "unreadable");
+            if (m->error) {
+                cJSON_AddStringToObject(j, "error", m->error);
+                cJSON_AddStringToObject(j, "error_time", cmd_when(m->error_time, w, sizeof w));
+            }
+            cJSON_AddItemToArray(arr, j);
+        } else if (m->m) {
+            usage_line("", name, &u);
+        } else {
+            printf("%s: no manifest: %s\n", name, m->load_err ? m->load_err : "unreadable");
+        }
+        /* per model: the repository folders of a hub mount */
+        cJSON *models = json ? cJSON_CreateArray() : NULL;
+        for (size_t k = 0; m->m && k < m->m->n; k++) {
+            const hfs3_entry *e = &m->m->entries[k];
+            if (e->type != HFS3_DIR || !hfs3_gc_is_repo(e->path))
+                continue;
+            hfs3_gc_usage g;
+            hfs3_gc_usage_of(m->m, e->path, s->b, s->nb, &g);
+            if (json) {
+                cJSON *gj = usage_json(&g);
+                cJSON_AddStringToObject(gj, "model", e->path);
+                cJSON_AddItemToArray(models, gj);
+            } else {
+                usage_line("  ", e->path, &g);
+            }
+        }
+        if (json)
+            cJSON_AddItemToObject(j, "models", models);
+        if (!json && m->error)
+            printf("  last refresh failed (%s): %s\n", cmd_when(m->error_time, w, sizeof w), m->error);
+    }
+    return arr;
+}
+
+/* The cache line: files, bytes, budget, free space. JSON: an object. */
+cJSON *cmd_snap_summary(cmd_snap *s, int json)
+{
+        uint64_t max = 0, unref = 0, tmp = hfs3_gc_tmp_bytes(s->c);
+    size_t nunref = 0;
+    int budget = hfs3_gc_budget(s->c, &max);
+    struct statvfs v;
+    uint64_t avail = fstatvfs(s->c->fd, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+    for (size_t i = 0; i < s->nb; i++)
+        if (!s->b[i].refs) {
+            nunref++;
+            unref += s->b[i].size;
+        }
+    char a[32], b[32], d[32], e[32];
+    if (!json) {
+        printf("%s: %zu files, %s; %s", s->c->dir, s->nb, hfs3_gc_human(s->bytes, a, sizeof a),
+               budget > 0 ? "budget " : "no budget (HFS3_CACHE_MAX unset)");
+        if (budget > 0)
+            printf("%s (HFS3_CACHE_MAX=%s)", hfs3_gc_human(max, b, sizeof b), getenv("HFS3_CACHE_MAX"));
+        printf("; %s free on its file system; %s in tmp/; %zu files (%s) in no cached manifest\n",
+               hfs3_gc_human(avail, d, sizeof d), hfs3_gc_human(tmp, e, sizeof e), nunref,
+               hfs3_gc_human(unref, a, sizeof a));
+        if (budget < 0)
+            printf("  %s\n", hfs3_errmsg());
+        return NULL;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "dir", s->c->dir);
+    cJSON_AddBoolToObject(j, "shared", s->c->shared);
+    cJSON_AddNumberToObject(j, "files", (double)s->nb);
+    cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
+    cJSON_AddNumberToObject(j, "tmp_bytes", (double)tmp);
+    if (budget > 0)
+        cJSON_AddNumberToObject(j, "budget", (double)max);
+    else
+        cJSON_AddNullToObject(j, "budget");
+    cJSON_AddNumberToObject(j, "fs_free", (double)avail);
+    cJSON_AddNumberToObject(j, "unreferenced_files", (double)nunref);
+    cJSON_AddNumberToObject(j, "unreferenced_bytes", (double)unref);
+    return j;
+}
+
+void cmd_print_json(cJSON *j)
+{
+    char *text = cJSON_PrintUnformatted(j);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    cJSON_Delete(j);
+}
+
+static int cache_du(int argc, char **argv)
+{
+    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+    du_opts o = {0};
+    int rc = parse_opts(argc, argv, lo, "cache du [--json] [REMOTE]", du_opt, &o);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind > 1) {
+        fprintf(stderr, "usage: hfs3-manifest cache du [--json] [REMOTE]\n");
+        return 2;
+    }
+    o.remote = optind < argc ? argv[optind] : NULL;
+    cmd_snap s;
+    if ((rc = cmd_snap_read(&s, "cache du")))
+        return rc;
+    if (o.json) {
+        cJSON *j = cmd_snap_summary(&s, 1);
+        cJSON_AddItemToObject(j, "mounts", cmd_snap_mounts(&s, o.remote, 1));
+        cmd_print_json(j);
+    } else {
+        cmd_snap_summary(&s, 0);
+        cmd_snap_mounts(&s, o.remote, 0);
+    }
+    cmd_snap_free(&s);
+    return 0;
+}
+
+/* ---- gc ---- */
+
+typedef struct gc_opts {
+    int dry_run, unreferenced, json, have_max, have_age;
+    uint64_t max;
+    double days;
+    const char *max_text;
+} gc_opts;
+
+static int gc_opt(int c, const char *arg, void *ud)
+{
+    gc_opts *o = ud;
+    char *end;
+    switch (c) {
+    case 'n':
+        o->dry_run = 1;
+        break;
+    case 'u':
+        o->unreferenced = 1;
+        break;
+    case 'j':
+        o->json = 1;
+        break;
+    case 'm':
+        o->have_max = 1;
+        o->max_text = arg;
+        break;
+    case 'o':
+        o->days = strtod(arg, &end);
+        if (end == arg || *end || !(o->days >= 0) || o->days > 1e6) {
+            err1("--older-than wants a number of days (0 or more)");
+            return 2;
+        }
+        o->have_age = 1;
+        break;
+    }
+    return -1;
+}
+
+static int cmp_lru(const void *a, const void *b)
+{
+    const hfs3_gc_blob *x = *(const hfs3_gc_blob *const *)a, *y = *(const hfs3_gc_blob *const *)b;
+    if (x->last_use != y->last_use)
+        return x->last_use < y->last_use ? -1 : 1;
+    return strcmp(x->sha, y->sha);
+}
+
+static int cache_gc(int argc, char **argv)
+{
+    static const struct option lo[] = {{"dry-run", no_argument, NULL, 'n'},
+                                       {"unreferenced", no_argument, NULL, 'u'},
+                                       {"max", required_argument, NULL, 'm'},
+                                       {"older-than", required_argument, NULL, 'o'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+    static const char *usage = "cache gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json]";
+    gc_opts o = {0};
+    int rc = parse_opts(argc, argv, lo, usage, gc_opt, &o);
+    if (rc >= 0)
+        return rc;
+    if (optind != argc) {
+        fprintf(stderr, "usage: hfs3-manifest %s\n", usage);
+        return 2;
+    }
+    cmd_snap s;
+    if ((rc = cmd_snap_read(&s, "cache gc")))
+        return rc;
+    int status = 2;
+    if (o.have_max) {
+        struct statvfs v;
+        uint64_t fs = fstatvfs(s.c->fd, &v) == 0 ? (uint64_t)v.f_blocks * v.f_frsize : 0;
+        if (hfs3_gc_parse_size(o.max_text, fs, &o.max) < 0) {
+            err1(hfs3_errmsg());
+            goto done;
+        }
+    } else if (!o.have_age && !o.unreferenced) {
+        int b = hfs3_gc_budget(s.c, &o.max);
+        if (b < 0) {
+            err1(hfs3_errmsg());
+            goto done;
+        }
+        if (!b) {
+            err1("nothing to do: give --max SIZE, --older-than DAYS or --unreferenced (or set HFS3_CACHE_MAX)");
+            goto done;
+        }
+        o.have_max = 1;
+    }
+    status = 1;
+    int lfd = -1;
+    if (hfs3_cache_lock(s.c, s.c->locks, "gc.lock", s.c->p_locks, 0, &lfd, NULL) < 0) {
+        err1(hfs3_errmsg());
+        goto done;
+    }
+    int64_t now = (int64_t)time(NULL), cutoff = now - (int64_t)(o.days * 86400);
+    hfs3_gc_blob **order = calloc(s.nb ? s.nb : 1, sizeof *order);
+    if (!order) {
+        err1("out of memory");
+        hfs3_cache_unlock(lfd);
+        goto done;
+    }
+    for (size_t i = 0; i < s.nb; i++)
+        order[i] = &s.b[i];
+    qsort(order, s.nb, sizeof *order, cmp_lru);
+    uint64_t left = s.bytes + hfs3_gc_tmp_bytes(s.c), freed = 0;
+    size_t removed = 0, busy = 0, foreign = 0, failed = 0;
+    cJSON *jr = o.json ? cJSON_CreateArray() : NULL;
+    for (size_t i = 0; i < s.nb; i++) {
+        hfs3_gc_blob *b = order[i];
+        const char *why = NULL;
+        if (o.unreferenced && !b->refs && b->last_use < now - KEEP_FRESH)
+            why = "unreferenced";
+        else if (o.have_age && b->last_use < cutoff)
+            why = "older";
+        else if (o.have_max && left > o.max)
+            why = "over --max";
+        if (!why)
+            continue;
+        int r = hfs3_gc_remove(s.c, b, o.dry_run, 0);
+        char hb[32], w[40], name[600];
+        if (r == -EBUSY || r == -EPERM || (r < 0 && r != -ENOENT)) {
+            busy += r == -EBUSY;
+            foreign += r == -EPERM;
+            failed += r != -EBUSY && r != -EPERM;
+            if (!o.json)
+                fprintf(stderr, "hfs3-manifest cache gc: kept: %s\n", hfs3_errmsg());
+            continue;
+        }
+        left -= b->size;
+        if (r == -ENOENT)
+            continue;
+        removed++;
+        freed += b->size;
+        blob_name(&s, b->sha, name, sizeof name);
+        if (o.json) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "sha256", b->sha);
+            cJSON_AddNumberToObject(e, "bytes", (double)b->size);
+            cJSON_AddStringToObject(e, "last_use", cmd_when(b->last_use, w, sizeof w));
+            cJSON_AddStringToObject(e, "reason", why);
+            cJSON_AddItemToArray(jr, e);
+        } else {
+            printf("%s %s %s, last use %s, %s%s\n", o.dry_run ? "would remove" : "removed", b->sha,
+                   hfs3_gc_human(b->size, hb, sizeof hb), cmd_when(b->last_use, w, sizeof w), why, name);
+        }
+    }
+    hfs3_cache_unlock(lfd);
+    free(order);
+    char a[32], b2[32];
+    if (o.json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "dry_run", o.dry_run);
+        cJSON_AddItemToObject(j, "removed", jr);
+        cJSON_AddNumberToObject(j, "removed_files", (double)removed);
+        cJSON_AddNumberToObject(j, "removed_bytes", (double)freed);
+        cJSON_AddNumberToObject(j, "left_bytes", (double)left);
+        cJSON_AddNumberToObject(j, "busy", (double)busy);
+        cJSON_AddNumberToObject(j, "other_users", (double)foreign);
+        cJSON_AddNumberToObject(j, "failed", (double)failed);
+        cmd_print_json(j);
+    } else {
+        printf("cache gc: %s %zu files (%s); %s left; kept %zu busy, %zu of other users\n",
+               o.dry_run ? "would remove" : "removed", removed, hfs3_gc_human(freed, a, sizeof a),
+               hfs3_gc_human(left, b2, sizeof b2), busy, foreign);
+    }
+    status = failed ? 1 : 0;
+    if (o.have_max && left > o.max) {
+        char m[32];
+        fprintf(stderr, "hfs3-manifest cache gc: still %s, over --max %s: the rest is busy, other users' or in tmp/\n",
+                hfs3_gc_human(left, a, sizeof a), hfs3_gc_human(o.max, m, sizeof m));
+        status = 1;
+    }
+done:
+    cmd_snap_free(&s);
+    return status;
+}
+
+/* ---- verify ---- */
+
+static int verify_opt(int c, const char *arg, void *ud)
+{
+    int *flags = ud;
+    flags[c == 'n' ? 0 : 1] = 1;
+    return -1;
+}
+
+static int cache_verify(int argc, char **argv)
+{
+    static const struct option lo[] = {{"dry-run", no_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},    {0, 0, 0, 0}};
+    int flags[2] = {0, 0};
+    int rc = parse_opts(argc, argv, lo, "cache verify [--dry-run] [--json]", verify_opt, flags);
+    if (rc >= 0)
+        return rc;
+    if (optind != argc) {
+        fprintf(stderr, "usage: hfs3-manifest cache verify [--dry-run] [--json]\n");
+        return 2;
+    }
+    int dry = flags[0], json = flags[1];
+    cmd_snap s;
+    if ((rc = cmd_snap_read(&s, "cache verify")))
+        return rc;
+    size_t good = 0, bad = 0, busy = 0, errors = 0;
+    uint64_t done = 0;
+    cJSON *jb = json ? cJSON_CreateArray() : NULL;
+    int progress = cmd_progress_wanted();
+    for (size_t i = 0; i < s.nb; i++) {
+        hfs3_gc_blob *b = &s.b[i];
+        if (progress)
+            cmd_progress(NULL, "cache verify", done, s.bytes, i, s.nb);
+        int r = hfs3_gc_remove(s.c, b, dry, 1);
+        done += b->size;
+        if (r == 1) {
+            good++;
+            continue;
+        }
+        if (r == -EBUSY) {
+            busy++;
+            continue;
+        }
+        if (r == -ENOENT)
+            continue; /* removed meanwhile */
+        char name[600];
+        const char *msg = hfs3_errmsg();
+        int is_bad = r == 0 || r == -EPERM;
+        bad += is_bad;
+        errors += !is_bad;
+        blob_name(&s, b->sha, name, sizeof name);
+        const char *what = r == 0 ? (dry ? "bad, would remove" : "bad, removed")
+                           : r == -EPERM ? "bad, kept"
+                                         : "unreadable";
+        if (json) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "sha256", b->sha);
+            cJSON_AddStringToObject(e, "result", what);
+            cJSON_AddStringToObject(e, "detail", msg);
+            cJSON_AddItemToArray(jb, e);
+        } else {
+            if (progress)
+                cmd_progress_end();
+            printf("%s: %s%s: %s\n", what, b->sha, name, msg);
+        }
+    }
+    if (progress)
+        cmd_progress_end();
+    char a[32];
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "dry_run", dry);
+        cJSON_AddNumberToObject(j, "checked", (double)(good + bad + errors));
+        cJSON_AddNumberToObject(j, "good", (double)good);
+        cJSON_AddNumberToObject(j, "bad", (double)bad);
+        cJSON_AddNumberToObject(j, "busy", (double)busy);
+        cJSON_AddNumberToObject(j, "unreadable", (double)errors);
+        cJSON_AddItemToObject(j, "problems", jb);
+        cmd_print_json(j);
+    } else {
+        printf("cache verify: %zu files checked (%s): %zu good, %zu bad%s, %zu busy (skipped), %zu unreadable\n",
+               good + bad + errors, hfs3_gc_human(done, a, sizeof a), good, bad,
+               bad ? (dry ? " (--dry-run: kept)" : " (removed where ours)") : "", busy, errors);
+    }
+    cmd_snap_free(&s);
+    return bad || errors ? 1 : 0;
+}
+
+int cmd_cache(int argc, char **argv)
+{
+    static const char *usage = "cache du|gc|verify ... (hfs3-manifest cache SUBCOMMAND --help)";
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        cmd_help("cache");
+        return 0;
+    }
+    if (argc < 2) {
+        fprintf(stderr, "usage: hfs3-manifest %s\n", usage);
+        cmd_usage("cache");
+        return 2;
+    }
+    sub = argv[1];
+    if (!strcmp(argv[1], "du"))
+        return cache_du(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "gc"))
+        return cache_gc(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "verify"))
+        return cache_verify(argc - 1, argv + 1);
+    fprintf(stderr, "hfs3-manifest cache: unknown subcommand '%s'\n", argv[1]);
+    fprintf(stderr, "usage: hfs3-manifest %s\n", usage);
+    return 2;
+}

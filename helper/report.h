@@ -1,0 +1,40 @@
+/* report.h - what `cache du` and `status` share (cmd_cache.c): a snapshot of the cache (its blobs and cached
+ * manifests, read once), its summary and its per-mount report, as lines on stdout or as cJSON values. */
+#ifndef HFS3_HELPER_REPORT_H
+#define HFS3_HELPER_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hfs3/cache.h"
+#include "hfs3/gc.h"
+
+typedef struct cmd_snap {
+    hfs3_cache *c;
+    hfs3_gc_blob *b; /* sorted by sha */
+    size_t nb;
+    hfs3_gc_mount *m;
+    size_t nm;
+    uint64_t bytes;  /* of all blobs */
+} cmd_snap;
+
+/* Opens the cache and reads it: 0, or the exit status after one line "hfs3-manifest WHO: ..." (1 refused by
+ * the cache's rules or unreadable, 2 none configured). */
+int cmd_snap_read(cmd_snap *s, const char *who);
+void cmd_snap_free(cmd_snap *s);
+/* The cache's one-line summary on stdout (json 0, returns NULL) or as an object (the caller's). */
+cJSON *cmd_snap_summary(cmd_snap *s, int json);
+/* Each mount (only remote's when not NULL) and the repository folders of a hub mount: lines on stdout (json
+ * 0, returns NULL) or an array (the caller's). */
+cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json);
+/* The first file entry of a cached manifest with that content (*mount: its mount), or NULL. */
+const hfs3_entry *cmd_snap_entry(const cmd_snap *s, const char *sha, const hfs3_gc_mount **mount);
+/* A mount's name in reports: its REMOTE, or mounts/KEY when the cache does not record it. */
+const char *cmd_mount_name(const hfs3_gc_mount *m, char *buf, size_t n);
+/* A UTC time as 2026-12-01T01:40:00Z ("never" for 0). */
+const char *cmd_when(int64_t t, char *buf, size_t n);
+/* Prints j on one line on stdout and frees it. */
+void cmd_print_json(cJSON *j);
+
+#endif

@@ -1,0 +1,610 @@
+/* gc.c - the cache within its disk: the budget (HFS3_CACHE_MAX), least-recently-used eviction and the
+ * free-space check before a fetch, and the listings behind `cache du|gc|verify` and `status`. Every blob is
+ * removed under its own lock taken without waiting (docs/internals.md), by unlinkat from the checked blobs/
+ * descriptor; another user's blob in a shared (sticky) cache is never tried. Last use: lastuse.h. */
+#include "hfs3/gc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "hfs3/index.h"
+#include "hfs3/lastuse.h"
+#include "hfs3/log.h"
+#include "hfs3/util.h"
+
+#define GC_LOCK "gc.lock" /* serializes evictors (fetches making room, `cache gc`); not a blob's lock */
+#define HASH_BUF (1u << 20)
+
+int hfs3_gc_parse_size(const char *s, uint64_t fs_bytes, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+')
+        return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage",
+                        s ? s : "");
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v) || v < 0)
+        return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage", s);
+    double mul = 1;
+    if (*end == '%') {
+        if (end[1] || v > 100)
+            return hfs3_err(-EINVAL, "bad size '%s': a percentage is 0%% to 100%% of the file system", s);
+        *out = (uint64_t)((double)fs_bytes * v / 100.0);
+        return 0;
+    }
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end == 'k' ? 'K' : *end) : NULL;
+    if (*end && u) {
+        for (const char *p = units; p <= u; p++)
+            mul *= 1024;
+        end++;
+        if (*end == 'i')
+            end++;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v * mul >= 9.2e18 || (mul == 1 && v != floor(v)))
+        return hfs3_err(-EINVAL, "bad size '%s': give bytes with an optional K, M, G or T, or a percentage", s);
+    *out = (uint64_t)(v * mul);
+    return 0;
+}
+
+static uint64_t fs_total(const hfs3_cache *c)
+{
+    struct statvfs v;
+    return fstatvfs(c->fd, &v) == 0 ? (uint64_t)v.f_blocks * v.f_frsize : 0;
+}
+
+/* Bytes this process may still write on the cache's file system (root may use the reserved blocks). */
+static uint64_t fs_avail(const hfs3_cache *c)
+{
+    struct statvfs v;
+    if (fstatvfs(c->fd, &v) < 0)
+        return UINT64_MAX; /* unknown: let the write itself fail */
+    return (uint64_t)(geteuid() == 0 ? v.f_bfree : v.f_bavail) * v.f_frsize;
+}
+
+int hfs3_gc_budget(const hfs3_cache *c, uint64_t *max)
+{
+    const char *s = getenv("HFS3_CACHE_MAX");
+    if (!s || !*s)
+        return 0;
+    int rc = hfs3_gc_parse_size(s, strchr(s, '%') ? fs_total(c) : 0, max);
+    if (rc < 0)
+        return hfs3_err_wrap(rc, "HFS3_CACHE_MAX");
+    return 1;
+}
+
+void hfs3_gc_touch(const hfs3_cache *c, const char *sha)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%.64s.lock", sha);
+    hfs3_lastuse_touch_at(c->locks, name);
+}
+
+static int cmp_sha(const void *a, const void *b)
+{
+    return strcmp(((const hfs3_gc_blob *)a)->sha, ((const hfs3_gc_blob *)b)->sha);
+}
+
+/* Opens a directory of the cache again for readdir (the cache keeps its own descriptor). */
+static DIR *reopen_dir(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d)
+        close(fd);
+    return d;
+}
+
+int hfs3_gc_list(const hfs3_cache *c, hfs3_gc_blob **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = reopen_dir(c->blobs);
+    if (!d)
+        return hfs3_err(-errno, "%s: %s", c->p_blobs, strerror(errno));
+    hfs3_gc_blob *v = NULL;
+    size_t len = 0, cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st, ls;
+        if (!hfs3_is_sha256_hex(de->d_name) || fstatat(c->blobs, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (len == cap) {
+            size_t nc = cap ? cap * 2 : 256;
+            hfs3_gc_blob *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                rc = hfs3_err(-ENOMEM, "out of memory");
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        hfs3_gc_blob *b = &v[len++];
+        memset(b, 0, sizeof *b);
+        memcpy(b->sha, de->d_name, 65);
+        b->size = (uint64_t)st.st_size;
+        b->uid = st.st_uid;
+        b->last_use = st.st_mtim.tv_sec;
+        char lock[80];
+        snprintf(lock, sizeof lock, "%s.lock", b->sha);
+        if (fstatat(c->locks, lock, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ls.st_mode) &&
+            ls.st_mtim.tv_sec > b->last_use)
+            b->last_use = ls.st_mtim.tv_sec;
+    }
+    closedir(d);
+    if (rc < 0) {
+        free(v);
+        return rc;
+    }
+    if (len)
+        qsort(v, len, sizeof *v, cmp_sha);
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+hfs3_gc_blob *hfs3_gc_find(hfs3_gc_blob *b, size_t n, const char *sha)
+{
+    hfs3_gc_blob key;
+    if (!b || !n || strlen(sha) != 64)
+        return NULL;
+    memcpy(key.sha, sha, 65);
+    return bsearch(&key, b, n, sizeof *b, cmp_sha);
+}
+
+uint64_t hfs3_gc_tmp_bytes(const hfs3_cache *c)
+{
+    DIR *d = reopen_dir(c->tmp);
+    uint64_t sum = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)) != NULL)
+        if (hfs3_ends_with(de->d_name, ".part") && fstatat(c->tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_size;
+    closedir(d);
+    return sum;
+}
+
+/* The sizes of all blobs but sha. */
+static uint64_t blob_bytes(const hfs3_cache *c, const char *sha)
+{
+    DIR *d = reopen_dir(c->blobs);
+    uint64_t sum = 0;
+    if (!d)
+        return UINT64_MAX / 4; /* unknown: take the slow path, which says why */
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)) != NULL)
+        if (hfs3_is_sha256_hex(de->d_name) && strcmp(de->d_name, sha) &&
+            fstatat(c->blobs, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_size;
+    closedir(d);
+    return sum;
+}
+
+/* Bytes of blob sha already reserved in tmp/ by a dead fetch of this user's that a resume would reuse. */
+static uint64_t part_bytes(const hfs3_cache *c, const char *sha, uint64_t size)
+{
+    DIR *d = reopen_dir(c->tmp);
+    uint64_t got = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)) != NULL)
+        if (!strncmp(de->d_name, sha, 64) && de->d_name[64] == '.' && hfs3_ends_with(de->d_name, ".part") &&
+            fstatat(c->tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == c->uid && st.st_nlink == 1 && (uint64_t)st.st_size == size) {
+            got = size;
+            break;
+        }
+    closedir(d);
+    return got;
+}
+
+/* Another user's blob in a shared cache: its sticky blobs/ lets only the owner (or root) remove it. */
+static int not_ours(const hfs3_cache *c, const hfs3_gc_blob *b)
+{
+    return c->shared && b->uid != c->uid && c->uid != 0;
+}
+
+/* Re-hashes the open blob fd: 1 it matches its name, 0 it does not, or an error. */
+static int blob_good(int fd, const char *sha, const char *dpath)
+{
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    char *buf = malloc(HASH_BUF);
+    int rc = 0;
+    if (!h || !buf) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    for (off_t off = 0;;) {
+        ssize_t got = pread(fd, buf, HASH_BUF, off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = hfs3_err(-errno, "reading %s/%s: %s", dpath, sha, strerror(errno));
+            goto out;
+        }
+        if (got == 0)
+            break;
+        hfs3_sha256_update(h, buf, (size_t)got);
+        off += got;
+    }
+    unsigned char md[32];
+    char hex[65];
+    hfs3_sha256_final(h, md);
+    hfs3_hex(md, 32, hex);
+    rc = strcmp(hex, sha) == 0;
+    if (!rc)
+        hfs3_err(0, "%s/%s hashes to %s", dpath, sha, hex);
+out:
+    free(buf);
+    if (h)
+        hfs3_sha256_free(h);
+    return rc;
+}
+
+int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int check)
+{
+    if (!check && not_ours(c, b))
+        return hfs3_err(-EPERM, "%s/%s belongs to uid %u: only its owner or root may remove it from a shared cache",
+                        c->p_blobs, b->sha, (unsigned)b->uid);
+    char lock[80];
+    struct stat st;
+    snprintf(lock, sizeof lock, "%s.lock", b->sha);
+    int had_lock = fstatat(c->locks, lock, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    int fd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
+    if (rc == -EWOULDBLOCK)
+        return hfs3_err(-EBUSY, "%s/%s is being fetched or checked by another process", c->p_blobs, b->sha);
+    if (rc < 0)
+        return rc;
+    if (!had_lock && fstatat(c->blobs, b->sha, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* the lock file made here is no use of the blob: keep its last use where it was */
+        const struct timespec t[2] = {st.st_mtim, st.st_mtim};
+        (void)futimens(fd, t);
+    }
+    if (fstatat(c->blobs, b->sha, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        rc = hfs3_err(-errno, "%s/%s: %s", c->p_blobs, b->sha, strerror(errno));
+        goto out;
+    }
+    if (check) {
+        int bfd = openat(c->blobs, b->sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (bfd < 0) {
+            rc = hfs3_err(-errno, "%s/%s: %s", c->p_blobs, b->sha, strerror(errno));
+            goto out;
+        }
+        struct stat fst;
+        if (fstat(bfd, &fst) == 0 && !S_ISREG(fst.st_mode))
+            rc = hfs3_err(0, "%s/%s is not a regular file", c->p_blobs, b->sha);
+        else if (fst.st_nlink != 1)
+            rc = hfs3_err(0, "%s/%s has %lu links", c->p_blobs, b->sha, (unsigned long)fst.st_nlink);
+        else
+            rc = blob_good(bfd, b->sha, c->p_blobs);
+        close(bfd);
+        if (rc != 0)
+            goto out; /* 1: good, kept; < 0: could not be read */
+        if (not_ours(c, b)) {
+            rc = hfs3_err(-EPERM, "%s; it belongs to uid %u: only its owner or root may remove it from a shared "
+                          "cache", hfs3_errmsg(), (unsigned)b->uid);
+            goto out;
+        }
+    }
+    if (!dry_run && unlinkat(c->blobs, b->sha, 0) < 0) {
+        int e = errno;
+        rc = hfs3_err(e == EACCES ? -EPERM : -e, "removing %s/%s: %s", c->p_blobs, b->sha, strerror(e));
+        goto out;
+    }
+    rc = 0;
+out:
+    hfs3_cache_unlock(fd);
+    return rc;
+}
+
+static int cmp_lru(const void *a, const void *b)
+{
+    const hfs3_gc_blob *x = a, *y = b;
+    if (x->last_use != y->last_use)
+        return x->last_use < y->last_use ? -1 : 1;
+    return strcmp(x->sha, y->sha);
+}
+
+const char *hfs3_gc_human(uint64_t n, char *buf, size_t len)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+    return buf;
+}
+
+int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
+{
+    uint64_t max = 0;
+    char h1[32], h2[32], h3[32];
+    int budget = hfs3_gc_budget(c, &max);
+    if (budget < 0)
+        return budget;
+    uint64_t need = size - part_bytes(c, sha, size);
+    if (!budget) {
+        uint64_t avail = fs_avail(c);
+        if (need > avail)
+            return hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free; nothing was "
+                            "downloaded (free space, or set HFS3_CACHE_MAX so that least recently used files "
+                            "are removed: README \"Cache size\")", strerror(ENOSPC),
+                            hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
+        return 0;
+    }
+    if (size > max)
+        return hfs3_err(-ENOSPC, "the file is %s, more than the whole cache budget HFS3_CACHE_MAX=%s (%s); "
+                        "nothing was removed or downloaded (raise HFS3_CACHE_MAX)", hfs3_gc_human(size, h1, sizeof h1),
+                        getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2));
+    /* the common case, the file fits: one readdir and one fstatat per blob, no lock, no last-use lookups */
+    if (blob_bytes(c, sha) + hfs3_gc_tmp_bytes(c) + need <= max && need <= fs_avail(c))
+        return 0;
+    int lfd = -1, rc = hfs3_cache_lock(c, c->locks, GC_LOCK, c->p_locks, 0, &lfd, NULL);
+    if (rc < 0)
+        return rc;
+    hfs3_gc_blob *b = NULL;
+    size_t n = 0;
+    if ((rc = hfs3_gc_list(c, &b, &n)) < 0)
+        goto out;
+    uint64_t used = hfs3_gc_tmp_bytes(c), evictable = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(b[i].sha, sha))
+            continue; /* the one being fetched (only there when a racing install beat us: it fits) */
+        used += b[i].size;
+        if (!not_ours(c, &b[i]))
+            evictable += b[i].size;
+    }
+    uint64_t avail = fs_avail(c);
+    /* what can never fit fails before anything is removed for it */
+    if (used - evictable + need > max) {
+        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %s "
+                      "are fetches in progress or other users' files; nothing was removed or downloaded",
+                      hfs3_gc_human(size, h1, sizeof h1), getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2),
+                      hfs3_gc_human(used - evictable, h3, sizeof h3));
+        goto out;
+    }
+    if (avail != UINT64_MAX && need > avail + evictable) {
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free, %s more after removing "
+                      "every cached file it may; nothing was removed or downloaded", strerror(ENOSPC),
+                      hfs3_gc_human(size, h1, sizeof h1),
+                      c->dir,
+                      hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
+        goto out;
+    }
+    qsort(b, n, sizeof *b, cmp_lru);
+    size_t removed = 0, busy = 0, foreign = 0;
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n && (used + need > max || need > avail); i++) {
+        if (!strcmp(b[i].sha, sha))
+            continue;
+        if (not_ours(c, &b[i])) {
+            foreign++;
+            continue;
+        }
+        int r = hfs3_gc_remove(c, &b[i], 0, 0);
+        if (r == -EBUSY) {
+            busy++;
+            continue;
+        }
+        if (r < 0 && r != -ENOENT) {
+            hfs3_debug("cache: %s", hfs3_errmsg());
+            continue;
+        }
+        used -= b[i].size;
+        if (r == 0) {
+            removed++;
+            freed += b[i].size;
+            hfs3_debug("cache: removed %s (%" PRIu64 " bytes, last used %" PRId64 ") to make room", b[i].sha, b[i].size,
+                       b[i].last_use);
+        }
+        if (need > avail)
+            avail = fs_avail(c);
+    }
+    if (removed)
+        hfs3_info("cache: removed %zu least recently used files (%s) to stay within HFS3_CACHE_MAX=%s", removed,
+                  hfs3_gc_human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
+    if (used + need > max)
+        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %zu "
+                      "files are busy, %zu are other users'; nothing was downloaded",
+                      hfs3_gc_human(size, h1, sizeof h1),
+                      getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2), busy, foreign);
+    else if (need > avail)
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free (removed files still "
+                      "open elsewhere free their space only when closed); nothing was downloaded", strerror(ENOSPC),
+                      hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
+    else
+        rc = 0;
+out:
+    free(b);
+    hfs3_cache_unlock(lfd);
+    return rc;
+}
+
+/* ---- mounts ---- */
+
+int hfs3_gc_is_repo(const char *name)
+{
+    return !strchr(name, '/') && (hfs3_starts_with(name, "models--") || hfs3_starts_with(name, "datasets--") ||
+                                  hfs3_starts_with(name, "spaces--"));
+}
+
+static int cmp_entry_sha(const void *a, const void *b)
+{
+    return strcmp((*(const hfs3_entry *const *)a)->sha256, (*(const hfs3_entry *const *)b)->sha256);
+}
+
+int hfs3_gc_usage_of(const hfs3_manifest *m, const char *group, hfs3_gc_blob *b, size_t nb, hfs3_gc_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    size_t gl = group ? strlen(group) : 0, k = 0;
+    const hfs3_entry **v = calloc(m->n ? m->n : 1, sizeof *v);
+    if (!v)
+        return hfs3_err(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < m->n; i++) {
+        const hfs3_entry *e = &m->entries[i];
+        if (e->type == HFS3_FILE && (!group || (!strncmp(e->path, group, gl) && e->path[gl] == '/')))
+            v[k++] = e;
+    }
+    u->files = k;
+    qsort(v, k, sizeof *v, cmp_entry_sha);
+    for (size_t i = 0; i < k; i++) {
+        hfs3_gc_blob *hit = hfs3_gc_find(b, nb, v[i]->sha256);
+        u->cached_files += hit != NULL;
+        if (i && !strcmp(v[i]->sha256, v[i - 1]->sha256))
+            continue; /* equal content is stored once */
+        if (!hit) {
+            u->bytes_missing += v[i]->size;
+            continue;
+        }
+        u->bytes_cached += hit->size;
+        if (hit->last_use > u->last_use)
+            u->last_use = hit->last_use;
+    }
+    free(v);
+    return 0;
+}
+
+static int is_key(const char *s)
+{
+    if (strlen(s) != 16)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int cmp_mount(const void *a, const void *b)
+{
+    return strcmp(((const hfs3_gc_mount *)a)->key, ((const hfs3_gc_mount *)b)->key);
+}
+
+/* A one-line file's text without its newline, or NULL. */
+static char *read_line_at(const hfs3_cache *c, int dirfd, const char *name, const char *dpath, int64_t *mtime)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct stat st;
+    if (hfs3_cache_read(c, dirfd, name, 64 << 10, &text, &len, &st, dpath) < 0)
+        return NULL;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = 0;
+    if (mtime)
+        *mtime = st.st_mtim.tv_sec;
+    return text;
+}
+
+static void load_mount(const hfs3_cache *c, hfs3_gc_mount *gm, hfs3_gc_blob *b, size_t nb)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", c->p_mounts, gm->key);
+    int fd = hfs3_cache_opendir(c, c->mounts, gm->key, 0, 0, c->p_mounts);
+    if (fd < 0) {
+        gm->load_err = hfs3_strdup(hfs3_errmsg());
+        return;
+    }
+    gm->remote = read_line_at(c, fd, "remote", path, NULL);
+    gm->error = read_line_at(c, fd, "error", path, &gm->error_time);
+    struct stat st;
+    if (fstatat(fd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        gm->checked = st.st_mtim.tv_sec;
+    char *doc = NULL;
+    size_t len = 0;
+    int rc = hfs3_cache_read(c, fd, "manifest.json", HFS3_MAX_DOC, &doc, &len, NULL, path);
+    if (rc == 0)
+        rc = hfs3_manifest_parse(doc, len, &gm->m);
+    if (rc < 0)
+        gm->load_err = hfs3_strdup(rc == -ENOENT ? "no manifest cached" : hfs3_errmsg());
+    free(doc);
+    close(fd);
+    for (size_t i = 0; gm->m && i < gm->m->n; i++) {
+        hfs3_gc_blob *hit = gm->m->entries[i].type == HFS3_FILE ? hfs3_gc_find(b, nb, gm->m->entries[i].sha256) : NULL;
+        if (hit)
+            hit->refs++;
+    }
+}
+
+int hfs3_gc_mounts(const hfs3_cache *c, hfs3_gc_blob *b, size_t nb, hfs3_gc_mount **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = reopen_dir(c->mounts);
+    if (!d)
+        return hfs3_err(-errno, "%s: %s", c->p_mounts, strerror(errno));
+    hfs3_gc_mount *v = NULL;
+    size_t len = 0, cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (!is_key(de->d_name))
+            continue;
+        if (len == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            hfs3_gc_mount *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                rc = hfs3_err(-ENOMEM, "out of memory");
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        memset(&v[len], 0, sizeof v[len]);
+        memcpy(v[len].key, de->d_name, 17);
+        len++;
+    }
+    closedir(d);
+    if (rc < 0) {
+        hfs3_gc_mounts_free(v, len);
+        return rc;
+    }
+    if (len)
+        qsort(v, len, sizeof *v, cmp_mount);
+    for (size_t i = 0; i < len; i++)
+        load_mount(c, &v[i], b, nb);
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+void hfs3_gc_mounts_free(hfs3_gc_mount *m, size_t n)
+{
+    for (size_t i = 0; m && i < n; i++) {
+        free(m[i].remote);
+        free(m[i].load_err);
+        free(m[i].error);
+        hfs3_manifest_free(m[i].m);
+    }
+    free(m);
+}
+
+void hfs3_gc_note_remote(const hfs3_cache *c, int mfd, const char *mdir, const char *spec)
+{
+    char *have = read_line_at(c, mfd, "remote", mdir, NULL);
+    if (!have || strcmp(have, spec) != 0)
+        hfs3_cache_write_line(c, mfd, "remote", mdir, spec);
+    free(have);
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# t_status_run.sh - `status` shows a fetch in progress (file, bytes so far, which process holds the lock) while
+# the fault proxy slows it, then the dead fetch once it is killed, and the last errors; `run` execs real
+# programs (cat, python3) with the shim preloaded by its absolute path.
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+s3env_start "$WORK"
+FETCH=""
+cleanup() { [ -z "$FETCH" ] || kill "$FETCH" 2>/dev/null || true; stop_proxies; s3env_stop; }
+trap cleanup EXIT
+fetch_model "$WORK/m"
+fetch_publish "$WORK/m" s3test:models/m1
+export HFS3_CACHE_DIR=$WORK/cache
+J() { python3 -c "import json,sys; d=json.load(open('$WORK/out')); print($1)"; }
+ST=$(blob_of "$WORK/m/model.safetensors")
+
+# a slow fetch: 100 KB/s per response, 8 ranges of 5 MiB
+start_proxy slow 100000
+expect_exit 0 "_index" "$HFS3_BIN" _index slow:models/m1
+"$HFS3_BIN" fetch slow:models/m1 >"$WORK/fetch.out" 2>&1 & FETCH=$!
+for i in $(seq 1 300); do
+  "$HFS3_BIN" status --json >"$WORK/out" 2>"$WORK/err" || fail "status --json"
+  [ "$(J "len([f for f in d['fetches'] if f['state'] == 'running' and f['path'] == 'model.safetensors'])")" = 1 ] && break
+  sleep 0.1
+done
+[ "$(J "[(f['sha256'], f['remote'], f['size'], f['pid'], f['bytes_done'] is not None) for f in d['fetches']][0]")" = \
+  "('$ST', 'slow:models/m1', 41943040, $FETCH, True)" ] || { cat "$WORK/out"; fail "status --json fetch"; }
+[ "$(J "d['mounts'][0]['remote'], d['mounts'][0]['files']")" = "slow:models/m1 4" ] || { cat "$WORK/out"; fail "status mounts"; }
+expect_exit 0 "status" "$HFS3_BIN" status slow:models/m1
+grep -Eq "^  slow:models/m1 model.safetensors: .* of 40.0 MiB \([0-9]+%\).*, last write [0-9]+ s ago, pid $FETCH \(hfs3-manifest\)" "$WORK/out" ||
+  { cat "$WORK/out"; fail "status line"; }
+ok "status while fetching: $(grep model.safetensors "$WORK/out")"
+kill "$FETCH"; wait "$FETCH" 2>/dev/null || true; FETCH=""
+expect_exit 0 "status --json after the kill" "$HFS3_BIN" status --json
+[ "$(J "[f['state'] for f in d['fetches']]")" = "['dead']" ] || { cat "$WORK/out"; fail "dead fetch"; }
+ok "a killed fetch shows as dead"
+
+# the last errors: a failed refresh and a failed fetch
+expect_exit 1 "_index of a missing model" "$HFS3_BIN" _index s3test:models/nothing
+RCLONE_CONFIG_SLOW_ENDPOINT=http://127.0.0.1:1 expect_exit 1 "_get with S3 down" "$HFS3_BIN" _get slow:models/m1 config.json
+expect_exit 0 "status --json" "$HFS3_BIN" status --json
+[ "$(J "sorted(e['where'] for e in d['errors'])")" = "['s3test:models/nothing', 'slow:models/m1 config.json']" ] ||
+  { cat "$WORK/out"; fail "errors"; }
+expect_exit 0 "status" "$HFS3_BIN" status
+grep -q "^errors:" "$WORK/out" && grep -q " s3test:models/nothing: " "$WORK/out" || { cat "$WORK/out"; fail "errors text"; }
+expect_exit 0 "status REMOTE" "$HFS3_BIN" status --json s3test:models/nothing
+[ "$(J "len(d['errors']), len(d['fetches'])")" = "1 0" ] || { cat "$WORK/out"; fail "status REMOTE filter"; }
+ok "status: last errors, filtered by REMOTE"
+
+# run: the shim by its absolute path, HFS3_MOUNTS from --mount, appended to an existing LD_PRELOAD
+expect_exit 0 "run cat" "$HFS3_BIN" run --mount /models/m1=s3test:models/m1 -- cat /models/m1/config.json
+cmp -s "$WORK/out" "$WORK/m/config.json" || { cat "$WORK/out" "$WORK/err"; fail "run cat"; }
+expect_exit 0 "run python3" "$HFS3_BIN" run --mount=/models/m1=s3test:models/m1 -- python3 -c \
+  'import hashlib,sys; print(hashlib.sha256(open("/models/m1/model.safetensors","rb").read()).hexdigest())'
+[ "$(cat "$WORK/out")" = "$ST" ] || { cat "$WORK/out" "$WORK/err"; fail "run python3"; }
+# (the plain helper: ASan refuses to start under another LD_PRELOAD)
+LD_PRELOAD=libc.so.6 HFS3_MOUNTS=/models/m1=s3test:models/m1 expect_exit 0 "run with the variables set" \
+  "$HFS3_ROOT/${BUILD:-build}/bin/hfs3-manifest" run -- sh -c 'echo "$LD_PRELOAD|$HFS3_MOUNTS"'
+[ "$(cat "$WORK/out")" = "libc.so.6 $(readlink -f "$HFS3_SHIM")|/models/m1=s3test:models/m1" ] || { cat "$WORK/out"; fail "run env"; }
+expect_exit 2 "run without mounts" env -u HFS3_MOUNTS "$HFS3_BIN" run -- true
+grep -q "^hfs3-manifest run: no mounts" "$WORK/err" || fail "no mounts line"
+expect_exit 2 "run --mount without =" "$HFS3_BIN" run --mount /models/m1 -- true
+expect_exit 2 "run --mount of an unknown remote" "$HFS3_BIN" run --mount /m=nosuch:b/p -- true
+expect_exit 127 "run of a missing program" "$HFS3_BIN" run --mount /m=s3test:models/m1 -- /nonexistent/prog
+grep -q "^hfs3-manifest run: /nonexistent/prog: No such file or directory" "$WORK/err" || fail "missing program line"
+ok "run: cat and python3 read through the shim; LD_PRELOAD appended; usage errors exit 2, a missing program 127"
