@@ -119,7 +119,7 @@ if [ "$S3_VERIFIES_SIGNATURES" = 1 ]; then
   export RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=S3RVER
   ok "wrong secret: $(cat "$WORK/err")"
 else
-  echo "skip: the fallback S3 server (node < 20) does not verify signatures"
+  echo "SKIP wrong-secret: the fallback S3 server (node < 20) does not verify signatures"
 fi
 
 expect_exit 2 "unknown remote" $H show nosuch:models/flat; one_line "$WORK/err"
