@@ -67,5 +67,7 @@ for t in tests/e2e/t_*.sh; do
     fail=$((fail + 1)); echo "FAIL $name (${secs}s), log $work/log:"; tail -40 "$work/log" | sed 's/^/    /'
   fi
 done
+# E2E_ONLY that matches nothing ran nothing: that is not a pass
+if [ -n "$only" ] && [ $((pass + fail + skip)) -eq 0 ]; then echo "FAIL E2E_ONLY=$only matches no test"; fail=1; fi
 echo "e2e: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
