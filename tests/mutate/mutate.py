@@ -22,6 +22,7 @@ was killed and no entry is stale or broken, else 1.
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def run(cmd, cwd, env=None, log=None, timeout=1800):
 def scratch_copy():
     """A copy of the work tree as it is now (tracked + untracked-not-ignored files), node_modules linked."""
     d = tempfile.mkdtemp(prefix="hfs3-mutate.")
+    os.chmod(d, 0o755)  # the two-user tests run the helper from here as another user
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                            stdout=subprocess.PIPE).stdout.decode().split("\0")
     for f in files:
@@ -174,6 +176,9 @@ def table(results, secs):
 
 
 def main():
+    # SIGTERM/SIGHUP: unwind (the scratch tree is removed in the finally below)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(130))
     ap = argparse.ArgumentParser()
     ap.add_argument("--list", default=os.path.join(ROOT, "tests/mutate/mutations.txt"))
     ap.add_argument("--only", default="")
