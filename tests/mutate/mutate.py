@@ -160,9 +160,10 @@ def all_tests(tree):
 
 
 def table(results, secs):
-    rows = ["| mutation | file | bug | caught by | result |", "|---|---|---|---|---|"]
+    rows = ["| mutation | file | bug | tests named | result |", "|---|---|---|---|---|"]
     for m, status, by in results:
-        rows.append(f"| `{m['id']}` | `{m['file']}` | {m['why']} | {by or ' '.join(m['tests'])} | {status} |")
+        res = f"{status} by {by}" if by else status
+        rows.append(f"| `{m['id']}` | `{m['file']}` | {m['why']} | {' '.join(m['tests'])} | {res} |")
     killed = sum(1 for _, s, _ in results if s.startswith("killed"))
     survived = sum(1 for _, s, _ in results if s == "survived")
     stale = sum(1 for _, s, _ in results if s == "text-not-found")
