@@ -101,6 +101,7 @@ def scratch_copy():
             os.symlink(os.readlink(src), dst)
         elif os.path.isfile(src):
             shutil.copy2(src, dst)
+    os.makedirs(os.path.join(d, "tmp"), mode=0o755, exist_ok=True)
     nm = os.path.join(ROOT, "node_modules")
     if os.path.exists(nm):
         os.symlink(os.path.realpath(nm), os.path.join(d, "node_modules"))
@@ -147,7 +148,9 @@ def run_tests(tree, tests, log):
             if x.startswith("unit:"):
                 rc, _ = run(["build/tests/" + x[5:]], tree, log=log)
             else:
-                rc, _ = run(["bash", "tests/e2e/run.sh"], tree, env=dict(E2E_ENV, E2E_ONLY=x[4:]), log=log)
+                # work dirs under the scratch tree: a killed mutation's kept work dir goes with it
+                rc, _ = run(["bash", "tests/e2e/run.sh"], tree, log=log,
+                            env=dict(E2E_ENV, E2E_ONLY=x[4:], TMPDIR=os.path.join(tree, "tmp")))
             if rc != 0:
                 return x
     return None
