@@ -79,11 +79,14 @@ static int parse_lock_fd(int argc, char **argv, int *lock_fd)
     return i;
 }
 
+/* Opens the cache: 0, or the exit status after printing why: 1 when the cache's rules refuse it (a
+ * directory or file another user could have subverted), 2 when none is configured or it cannot be made. */
 static int open_cache(hfs3_cache **c)
 {
-    if (hfs3_cache_open(NULL, c) < 0) {
+    int rc = hfs3_cache_open(NULL, c);
+    if (rc < 0) {
         errline(hfs3_errmsg());
-        return -1;
+        return rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR ? 1 : 2;
     }
     return 0;
 }
@@ -124,8 +127,9 @@ int cmd_index(int argc, char **argv)
     close_other_fds(lock_fd);
     const char *spec = argv[i];
     hfs3_cache *c = NULL;
-    if (open_cache(&c) < 0)
-        return 2;
+    int oc = open_cache(&c);
+    if (oc)
+        return oc;
     hfs3_remote *r = NULL;
     int status = 0;
     if (hfs3_remote_parse(spec, &r) < 0) {
@@ -179,10 +183,9 @@ int cmd_get(int argc, char **argv)
     int status = 1, rc;
     if (lock_fd >= 0)
         (void)lock_fd_sha(lock_fd, lock_sha);
-    if (open_cache(&c) < 0) {
-        status = 2;
+    if ((status = open_cache(&c)) != 0)
         goto out;
-    }
+    status = 1;
     if ((rc = load_manifest(c, spec, &r, &m)) < 0) {
         status = rc == -EINVAL && !r ? 2 : 1;
         goto fail;
@@ -221,10 +224,9 @@ fail_sha:
 fail:
     errline(hfs3_errmsg());
     if (lock_sha[0] && c) {
-        char *p = hfs3_cache_path(c, "fails", lock_sha, ".err");
-        if (p)
-            hfs3_cache_write_line(c, p, hfs3_errmsg());
-        free(p);
+        char name[80];
+        snprintf(name, sizeof name, "%s.err", lock_sha);
+        hfs3_cache_write_line(c, c->fails, name, c->p_fails, hfs3_errmsg());
     }
 out:
     if (lock_fd >= 0)
@@ -394,10 +396,9 @@ int cmd_fetch(int argc, char **argv)
     size_t *order = NULL, n = 0;
     int status = 1;
     double t0 = hfs3_now();
-    if (open_cache(&c) < 0) {
-        status = 2;
+    if ((status = open_cache(&c)) != 0)
         goto out;
-    }
+    status = 1;
     if (hfs3_mount_refresh(c, r, -1, NULL) < 0 || hfs3_mount_load(c, spec, &m) < 0) {
         errline(hfs3_errmsg());
         goto out;

@@ -1,8 +1,10 @@
 /* fetch.c - the parallel verified fetcher: one file entry into CACHE/blobs/<sha256>. Worker threads (one
  * hfs3_s3 connection each) take ranges in order and pwrite them into tmp/<sha>.part; the calling thread
  * hashes the contiguous completed prefix from the file (page cache) while later ranges still arrive;
- * completed range numbers go to tmp/<sha>.done so a killed fetch resumes. Nothing reaches blobs/ before
- * its sha256 matched. Not here: the cache rules and locks (cache.c), HTTP and retries (s3.c). */
+ * completed range numbers go to tmp/<sha>.<random>.done so a killed fetch resumes. Nothing reaches blobs/
+ * before its sha256 matched; the temp file is this user's, 0600, O_EXCL under an unpredictable name until
+ * then, and is installed by renameat between the cache's checked directory descriptors. Not here: the cache
+ * rules and locks (cache.c, cachefs.c), HTTP and retries (s3.c). */
 #include "hfs3/fetch.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "hfs3/log.h"
@@ -110,6 +113,7 @@ typedef struct fetch_job {
     const hfs3_fetch_file *f;
     const hfs3_fetch_opts *o;
     int fd, done_fd;
+    char part[256], done[256]; /* their names under tmp/ */
     uint64_t chunk;
     uint32_t nchunks, next;
     unsigned char *state;
@@ -150,7 +154,7 @@ static int chunk_write(void *ud, const void *data, size_t n)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
-            return hfs3_err(-errno, "writing %s/tmp/%s.part: %s", j->c->dir, j->f->sha256, strerror(errno));
+            return hfs3_err(-errno, "writing %s/%s: %s", j->c->p_tmp, j->part, strerror(errno));
         p += w;
         left -= (size_t)w;
         s->off += (uint64_t)w;
@@ -258,7 +262,7 @@ static int hash_in_order(fetch_job *j, char hex[65])
             if (got < 0 && errno == EINTR)
                 continue;
             if (got <= 0) {
-                rc = hfs3_err(got < 0 ? -errno : -EIO, "reading back %s/tmp/%s.part: %s", j->c->dir, j->f->sha256,
+                rc = hfs3_err(got < 0 ? -errno : -EIO, "reading back %s/%s: %s", j->c->p_tmp, j->part,
                               got < 0 ? strerror(errno) : "unexpected end of file");
                 job_fail(j, rc);
                 goto out;
@@ -277,52 +281,218 @@ out:
     return rc;
 }
 
-static int fsync_dir(const char *path)
+/* The stem of a temp name: "<sha>.<random>" of "<sha>.<random>.part" (or a dead older "<sha>.part"). */
+static void temp_stem(const char *part, char *out, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return rc;
+    size_t l = strlen(part) - strlen(".part");
+    snprintf(out, n, "%.*s", (int)l, part);
 }
 
-/* Reads tmp/<sha>.done for a resume. Returns the number of done chunks (0: start over). */
-static int load_resume(fetch_job *j, const char *part, const char *donep)
+/* hfs3_cache_scan callback: the first tmp/<sha>.*.part of this user's with the right size (a dead fetch of
+ * this content: we hold its lock) is kept open in the job for a resume; other ones of ours are removed.
+ * Another user's is left alone (the sticky bit would refuse anyway); a symlink or a hard link is never
+ * opened for writing (hfs3_cache_openat). */
+static int resume_pick(void *ud, const char *name)
 {
+    fetch_job *j = ud;
     struct stat st;
-    if (stat(part, &st) < 0 || (uint64_t)st.st_size != j->f->size)
+    int fd = hfs3_cache_openat(j->c, j->c->tmp, name, O_RDWR, &st, j->c->p_tmp);
+    if (fd < 0) {
+        hfs3_debug("%s: leaving %s/%s alone: %s", j->f->path, j->c->p_tmp, name, hfs3_errmsg());
+        return 0;
+    }
+    char stem[200], done[210];
+    temp_stem(name, stem, sizeof stem);
+    snprintf(done, sizeof done, "%s.done", stem);
+    if (j->fd < 0 && (uint64_t)st.st_size == j->f->size && strlen(name) < sizeof stem) {
+        j->fd = fd;
+        snprintf(j->part, sizeof j->part, "%s", name);
+        snprintf(j->done, sizeof j->done, "%s", done);
+        return 0;
+    }
+    close(fd);
+    unlinkat(j->c->tmp, name, 0);
+    unlinkat(j->c->tmp, done, 0);
+    return 0;
+}
+
+/* Finds a dead fetch's temp file and reads its sidecar for a resume. Returns the number of done chunks
+ * (0: start over; then nothing is left open). */
+static int load_resume(fetch_job *j)
+{
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s.", j->f->sha256);
+    (void)hfs3_cache_scan(j->c->tmp, prefix, ".part", resume_pick, j);
+    if (j->fd < 0)
         return 0;
     char *text = NULL;
     size_t n = 0;
-    /* the dead fetch's range size wins (it may have run with other settings): its header says it */
-    if (hfs3_read_file(donep, 64u << 20, &text, &n) < 0)
-        return 0;
-    unsigned long long size = 0, chunk = 0;
     int rc = 0;
-    if (sscanf(text, "hfs3-done 1 %llu %llu\n", &size, &chunk) == 2 && size == j->f->size && chunk >= MIN_HINT &&
-        (size + chunk - 1) / chunk <= UINT32_MAX) {
-        uint32_t nchunks = (uint32_t)((size + chunk - 1) / chunk);
-        unsigned char *st2 = calloc(nchunks, 1);
-        if (st2) {
-            rc = hfs3_fetch_parse_done(text, n, size, chunk, nchunks, st2);
-            if (rc > 0) {
-                free(j->state);
-                j->state = st2;
-                j->chunk = chunk;
-                j->nchunks = nchunks;
-            } else {
-                free(st2);
+    /* the dead fetch's range size wins (it may have run with other settings): its header says it */
+    j->done_fd = hfs3_cache_openat(j->c, j->c->tmp, j->done, O_RDWR | O_APPEND, NULL, j->c->p_tmp);
+    if (j->done_fd >= 0 && hfs3_read_fd(j->done_fd, 64u << 20, &text, &n, j->done) == 0) {
+        unsigned long long size = 0, chunk = 0;
+        if (sscanf(text, "hfs3-done 1 %llu %llu\n", &size, &chunk) == 2 && size == j->f->size &&
+            chunk >= MIN_HINT && (size + chunk - 1) / chunk <= UINT32_MAX) {
+            uint32_t nchunks = (uint32_t)((size + chunk - 1) / chunk);
+            unsigned char *st2 = calloc(nchunks, 1);
+            if (st2) {
+                rc = hfs3_fetch_parse_done(text, n, size, chunk, nchunks, st2);
+                if (rc > 0) {
+                    free(j->state);
+                    j->state = st2;
+                    j->chunk = chunk;
+                    j->nchunks = nchunks;
+                } else {
+                    free(st2);
+                }
             }
         }
     }
     free(text);
-    return rc > 0 ? rc : 0;
+    if (rc > 0)
+        return rc;
+    /* nothing to reuse: throw the dead fetch away */
+    close(j->fd);
+    j->fd = -1;
+    if (j->done_fd >= 0)
+        close(j->done_fd);
+    j->done_fd = -1;
+    unlinkat(j->c->tmp, j->part, 0);
+    unlinkat(j->c->tmp, j->done, 0);
+    return 0;
+}
+
+/* A new temp file and sidecar: tmp/<sha>.<random>.part (0600, O_EXCL) and the .done beside it. */
+static int create_temp(fetch_job *j, int sidecar)
+{
+    j->fd = hfs3_cache_mktemp(j->c->tmp, j->f->sha256, ".part", j->part, sizeof j->part, j->c->p_tmp);
+    if (j->fd < 0)
+        return j->fd;
+    char stem[200];
+    temp_stem(j->part, stem, sizeof stem);
+    snprintf(j->done, sizeof j->done, "%s.done", stem);
+    if (!sidecar)
+        return 0;
+    j->done_fd = openat(j->c->tmp, j->done, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (j->done_fd >= 0) {
+        char hdr[96];
+        hfs3_fetch_done_header(j->f->size, j->chunk, hdr, sizeof hdr);
+        if (write(j->done_fd, hdr, strlen(hdr)) != (ssize_t)strlen(hdr)) {
+            close(j->done_fd);
+            j->done_fd = -1;
+            unlinkat(j->c->tmp, j->done, 0);
+        }
+    }
+    return 0;
+}
+
+/* Installs the verified temp file tmp/part (open as fd) as blobs/<sha>: its final mode through fd, then
+ * renameat between the checked descriptors, never over an existing blob; the name renamed must still be the
+ * file that was hashed, before and after. 0, 1 (a blob was there already: part is removed, the caller checks
+ * that blob), or an error. */
+static int install_blob(const hfs3_cache *c, int fd, const char *part, const char *sha)
+{
+    struct stat a, b;
+    if (fchmod(fd, c->blob_mode) < 0 || fsync(fd) < 0 || fstat(fd, &a) < 0)
+        return hfs3_err(-errno, "%s/%s: %s", c->p_tmp, part, strerror(errno));
+    if (fstatat(c->tmp, part, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return hfs3_err(-EIO, "cache: %s/%s is no longer the file that was verified; refusing to install it",
+                        c->p_tmp, part);
+    int r = renameat2(c->tmp, part, c->blobs, sha, RENAME_NOREPLACE);
+    if (r < 0 && (errno == EINVAL || errno == ENOSYS))
+        r = renameat(c->tmp, part, c->blobs, sha); /* a file system without RENAME_NOREPLACE */
+    if (r < 0 && errno == EEXIST) {
+        unlinkat(c->tmp, part, 0);
+        return 1;
+    }
+    if (r < 0)
+        return hfs3_err(-errno, "rename %s/%s to %s/%s: %s", c->p_tmp, part, c->p_blobs, sha, strerror(errno));
+    if (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return hfs3_err(-EIO, "cache: %s/%s was replaced right after it was installed; refusing", c->p_blobs, sha);
+    return 0;
+}
+
+/* Hashes the open blob fd and compares with f's sha256: 0 or -EBADMSG with a message. */
+static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_t owner)
+{
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    char *buf = malloc(HASH_BUF);
+    int rc = 0;
+    if (!h || !buf) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto out;
+    }
+    off_t off = 0;
+    for (;;) {
+        ssize_t got = pread(fd, buf, HASH_BUF, off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = hfs3_err(-errno, "reading %s/%s: %s", c->p_blobs, f->sha256, strerror(errno));
+            goto out;
+        }
+        if (got == 0)
+            break;
+        hfs3_sha256_update(h, buf, (size_t)got);
+        off += got;
+    }
+    unsigned char md[32];
+    char hex[65];
+    hfs3_sha256_final(h, md);
+    hfs3_hex(md, 32, hex);
+    if (strcmp(hex, f->sha256) != 0)
+        rc = hfs3_err(-EBADMSG, "cache: %s/%s, written by uid %u, does not match its sha256 (it hashes to %s); "
+                      "refusing it (HFS3_VERIFY_FOREIGN=1; ask uid %u or root to remove it)", c->p_blobs, f->sha256,
+                      (unsigned)owner, hex, (unsigned)owner);
+out:
+    free(buf);
+    if (h)
+        hfs3_sha256_free(h);
+    return rc;
+}
+
+/* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was
+ * removed), or the error that refuses it: not a regular file or of an owner the rules refuse, more than one
+ * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
+ * not match. */
+static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
+{
+    struct stat st;
+    int fd = hfs3_cache_openat(c, c->blobs, f->sha256, O_RDONLY, &st, c->p_blobs);
+    if (fd == -ENOENT)
+        return 0;
+    int rc = 1;
+    if (fd < 0) {
+        rc = fd;
+        if (fstatat(c->blobs, f->sha256, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return rc;
+    } else if (st.st_nlink != 1) {
+        /* a blob has no other name: a hard link planted here could be any file of this user's */
+        rc = hfs3_err(-EPERM, "cache: %s/%s of uid %u has %lu links (a hard link to a file elsewhere?); refusing "
+                      "it (ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      (unsigned long)st.st_nlink, (unsigned)st.st_uid);
+    } else if ((uint64_t)st.st_size != f->size) {
+        rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld bytes, the manifest says %" PRIu64 "; refusing it "
+                      "(ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      (long long)st.st_size, f->size, (unsigned)st.st_uid);
+    } else if (c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
+        int v = verify_fd(c, fd, f, st.st_uid);
+        if (v < 0)
+            rc = v;
+    }
+    if (fd >= 0)
+        close(fd);
+    /* a bad entry of this user's own is ours to remove and fetch again; another user's stays refused */
+    if (rc < 0 && st.st_uid == c->uid && unlinkat(c->blobs, f->sha256, 0) == 0) {
+        hfs3_warn("%s; removed it, fetching it again", hfs3_errmsg());
+        return 0;
+    }
+    return rc;
 }
 
 /* One attempt under the lock. allow_resume: use a dead fetch's temp file. *resumed_out: chunks reused. */
-static int fetch_attempt(fetch_job *j, const char *part, const char *donep, const char *blob, int allow_resume,
-                         int nthreads, hfs3_fetch_result *res, int *resumed_out)
+static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetch_result *res, int *resumed_out)
 {
     int rc = 0;
     int resumed = 0;
@@ -332,21 +502,15 @@ static int fetch_attempt(fetch_job *j, const char *part, const char *donep, cons
     if (!j->state)
         return hfs3_err(-ENOMEM, "out of memory");
     if (allow_resume)
-        resumed = load_resume(j, part, donep);
-    if (!resumed) {
-        unlink(part);
-        unlink(donep);
-    } else {
+        resumed = load_resume(j);
+    if (resumed) {
         for (uint32_t i = 0; i < j->nchunks; i++)
             j->state[i] = j->state[i] ? CH_DONE : CH_TODO;
         hfs3_info("%s: resuming %d of %u ranges from a killed fetch", j->f->path, resumed, j->nchunks);
     }
     *resumed_out = resumed;
-    j->fd = hfs3_cache_create(part, O_RDWR, j->c->file_mode);
-    if (j->fd < 0) {
-        rc = j->fd;
+    if (!resumed && (rc = create_temp(j, j->nchunks > 1)) < 0)
         goto out;
-    }
     if (!resumed) {
         int e = posix_fallocate(j->fd, 0, (off_t)j->f->size);
         if (e == EOPNOTSUPP || e == EINVAL)
@@ -354,18 +518,6 @@ static int fetch_attempt(fetch_job *j, const char *part, const char *donep, cons
         if (e) {
             rc = hfs3_err(-e, "%s/tmp: cannot reserve %" PRIu64 " bytes: %s", j->c->dir, j->f->size, strerror(e));
             goto out;
-        }
-    }
-    if (j->nchunks > 1) {
-        j->done_fd = hfs3_cache_create(donep, O_WRONLY | O_APPEND, j->c->file_mode);
-        if (j->done_fd >= 0 && !resumed) {
-            char hdr[96];
-            hfs3_fetch_done_header(j->f->size, j->chunk, hdr, sizeof hdr);
-            if (ftruncate(j->done_fd, 0) < 0 || write(j->done_fd, hdr, strlen(hdr)) != (ssize_t)strlen(hdr)) {
-                close(j->done_fd);
-                j->done_fd = -1;
-                unlink(donep);
-            }
         }
     }
     if (resumed && j->o->progress) {
@@ -407,14 +559,9 @@ static int fetch_attempt(fetch_job *j, const char *part, const char *donep, cons
         rc = hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s", j->f->path, j->f->sha256, hex);
         goto out;
     }
-    if (fchmod(j->fd, j->c->blob_mode) < 0 || fsync(j->fd) < 0) {
-        rc = hfs3_err(-errno, "%s: %s", part, strerror(errno));
-        goto out;
-    }
-    if (rename(part, blob) < 0) {
-        rc = hfs3_err(-errno, "rename %s to %s: %s", part, blob, strerror(errno));
-        goto out;
-    }
+    rc = install_blob(j->c, j->fd, j->part, j->f->sha256);
+    if (rc == 1)
+        rc = blob_check(j->c, j->f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
 out:
     for (int t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
@@ -431,30 +578,32 @@ out:
     j->fetched = 0;
     j->err = 0;
     j->next = 0;
-    if (rc < 0)
-        unlink(part);
-    unlink(donep);
+    /* both are this fetch's own (created O_EXCL, or checked as the user's own): nobody else can rename
+     * them in tmp/ (private, or sticky) */
+    if (rc < 0 && j->part[0])
+        unlinkat(j->c->tmp, j->part, 0);
+    if (j->done[0])
+        unlinkat(j->c->tmp, j->done, 0);
+    j->part[0] = j->done[0] = 0;
     return rc;
 }
 
-static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f, const char *part, const char *blob)
+static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
 {
-    char hex[65];
+    char hex[65], part[160];
     hfs3_sha256_hexof("", 0, hex);
     if (strcmp(hex, f->sha256) != 0)
         return hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s (the manifest says 0 bytes)", f->path,
                         f->sha256, hex);
-    int fd = hfs3_cache_create(part, O_WRONLY | O_TRUNC, c->file_mode);
+    int fd = hfs3_cache_mktemp(c->tmp, f->sha256, ".part", part, sizeof part, c->p_tmp);
     if (fd < 0)
         return fd;
-    int rc = 0;
-    if (fchmod(fd, c->blob_mode) < 0 || fsync(fd) < 0)
-        rc = hfs3_err(-errno, "%s: %s", part, strerror(errno));
+    int rc = install_blob(c, fd, part, f->sha256);
     close(fd);
-    if (!rc && rename(part, blob) < 0)
-        rc = hfs3_err(-errno, "rename %s to %s: %s", part, blob, strerror(errno));
-    if (rc)
-        unlink(part);
+    if (rc == 1)
+        rc = blob_check(c, f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+    else if (rc < 0)
+        unlinkat(c->tmp, part, 0);
     return rc;
 }
 
@@ -470,27 +619,27 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     memset(res, 0, sizeof *res);
     if (!hfs3_is_sha256_hex(f->sha256))
         return hfs3_err(-EINVAL, "%s: %s: malformed sha256", r->spec, f->path);
-    int rc = 0, lock_fd = -1;
-    char *blob = hfs3_cache_path(c, "blobs", f->sha256, NULL);
-    char *part = hfs3_cache_path(c, "tmp", f->sha256, ".part");
-    char *donep = hfs3_cache_path(c, "tmp", f->sha256, ".done");
-    char *lockp = hfs3_cache_path(c, "locks", f->sha256, ".lock");
-    char *errp = hfs3_cache_path(c, "fails", f->sha256, ".err");
-    if (!blob || !part || !donep || !lockp || !errp) {
-        rc = hfs3_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    if (access(blob, F_OK) == 0) {
+    int rc, lock_fd = -1;
+    char lockname[80], errname[80];
+    snprintf(lockname, sizeof lockname, "%s.lock", f->sha256);
+    snprintf(errname, sizeof errname, "%s.err", f->sha256);
+    if ((rc = blob_check(c, f)) < 0)
+        goto failed;
+    if (rc == 1) {
+        rc = 0;
         res->cached = 1;
         goto out;
     }
     if (o->lock_fd < 0) {
-        rc = hfs3_cache_lock(c, lockp, o->nonblock, &lock_fd, NULL);
+        rc = hfs3_cache_lock(c, c->locks, lockname, c->p_locks, o->nonblock, &lock_fd, NULL);
         if (rc == -EWOULDBLOCK)
             goto out;
         if (rc < 0)
             goto failed;
-        if (access(blob, F_OK) == 0) {
+        if ((rc = blob_check(c, f)) < 0)
+            goto failed;
+        if (rc == 1) {
+            rc = 0;
             res->cached = 1;
             goto out;
         }
@@ -501,7 +650,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         goto failed;
     }
     if (f->size == 0) {
-        rc = fetch_empty(c, f, part, blob);
+        rc = fetch_empty(c, f);
     } else {
         fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1};
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
@@ -510,34 +659,24 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         pthread_mutex_init(&j.mu, NULL);
         pthread_cond_init(&j.cv, NULL);
         int resumed = 0;
-        rc = fetch_attempt(&j, part, donep, blob, 1, nthreads, res, &resumed);
+        rc = fetch_attempt(&j, 1, nthreads, res, &resumed);
         if (rc == -EBADMSG && resumed) {
             /* the reused bytes may be from another version of the object: once more from scratch */
             hfs3_warn("%s: %s; fetching it again from the start", r->spec, hfs3_errmsg());
-            rc = fetch_attempt(&j, part, donep, blob, 0, nthreads, res, &resumed);
+            rc = fetch_attempt(&j, 0, nthreads, res, &resumed);
         }
         pthread_cond_destroy(&j.cv);
         pthread_mutex_destroy(&j.mu);
     }
     if (rc < 0)
         goto failed;
-    {
-        char *bdir = hfs3_cache_path(c, "blobs", NULL, NULL);
-        if (bdir)
-            (void)fsync_dir(bdir);
-        free(bdir);
-    }
-    unlink(errp);
+    (void)fsync(c->blobs);
+    unlinkat(c->fails, errname, 0); /* another user's in a sticky fails/: it stays, the blob is what counts */
     goto out;
 failed:
     hfs3_err_wrap(rc, "%s: %s", r->spec, f->path);
-    hfs3_cache_write_line(c, errp, hfs3_errmsg());
+    hfs3_cache_write_line(c, c->fails, errname, c->p_fails, hfs3_errmsg());
 out:
     hfs3_cache_unlock(lock_fd);
-    free(blob);
-    free(part);
-    free(donep);
-    free(lockp);
-    free(errp);
     return rc;
 }

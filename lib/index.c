@@ -4,10 +4,12 @@
 #include "hfs3/index.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hfs3/cache.h"
 #include "hfs3/manifest.h"
@@ -155,48 +157,62 @@ out:
     return rc;
 }
 
-/* Creates mount_dir/tree and one directory per dir entry (parents come first in manifest order). */
-static int make_tree(const hfs3_manifest *m, const char *mount_dir, mode_t mode)
+/* Opens (creating) the directory rel ("a/b/c") under tree, one component at a time, O_NOFOLLOW: a component
+ * replaced by a symlink is refused, never followed. Returns the descriptor of the last one. */
+static int tree_dir(const hfs3_cache *c, int tree, const char *tpath, const char *rel)
 {
-    char p[HFS3_MAX_PATH + 512];
-    int n = snprintf(p, sizeof p, "%s/tree", mount_dir);
-    if (n < 0 || (size_t)n >= sizeof p)
-        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
-    int rc = hfs3_cache_mkdir(p, mode);
+    char comp[HFS3_MAX_PATH + 1], shown[HFS3_MAX_PATH + 600];
+    int fd = tree;
+    const char *p = rel;
+    snprintf(shown, sizeof shown, "%s", tpath);
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || n > HFS3_MAX_PATH)
+            break;
+        memcpy(comp, p, n);
+        comp[n] = 0;
+        /* tree/ holds directories only and the shim adds some too: sticky or not, both are fine */
+        int next = hfs3_cache_opendir(c, fd, comp, c->dir_mode, 0, shown);
+        if (fd != tree)
+            close(fd);
+        if (next < 0)
+            return next;
+        fd = next;
+        size_t sl = strlen(shown);
+        snprintf(shown + sl, sizeof shown - sl, "/%s", comp);
+        p += n + (slash ? 1 : 0);
+    }
+    return fd == tree ? dup(tree) : fd;
+}
+
+/* Creates tree/ under the mount directory and one directory per dir entry (parents come first in manifest
+ * order). */
+static int make_tree(const hfs3_manifest *m, const hfs3_cache *c, int mfd, const char *mpath)
+{
+    char tpath[HFS3_MAX_PATH + 512];
+    snprintf(tpath, sizeof tpath, "%s/tree", mpath);
+    int tree = hfs3_cache_opendir(c, mfd, "tree", c->dir_mode, 0, mpath);
+    if (tree < 0)
+        return tree;
+    int rc = 0;
     for (size_t i = 0; i < m->n && rc == 0; i++) {
         if (m->entries[i].type != HFS3_DIR)
             continue;
-        int k = snprintf(p + n, sizeof p - (size_t)n, "/%s", m->entries[i].path);
-        if (k < 0 || (size_t)k >= sizeof p - (size_t)n)
-            return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", m->entries[i].path);
-        rc = hfs3_cache_mkdir(p, mode);
-        p[n] = 0;
+        int fd = tree_dir(c, tree, tpath, m->entries[i].path);
+        if (fd < 0)
+            rc = fd;
+        else
+            close(fd);
     }
+    close(tree);
     return rc;
 }
 
-/* A shared cache (setgid + group-writable, the rule of hfs3_cache_check_dir) gives the group access. Asked of
- * mount_dir's parent (CACHE/mounts, which hfs3_cache_open makes with the cache's exact mode) rather than of
- * mount_dir itself: a shim may have created that one first, with its own mode. */
-static int is_shared(const char *mount_dir, int *shared)
+int hfs3_index_install_at(const hfs3_manifest *m, const hfs3_cache *c, int mfd, const char *mpath)
 {
-    char p[HFS3_MAX_PATH + 512];
-    int n = snprintf(p, sizeof p, "%s/..", mount_dir);
-    if (n < 0 || (size_t)n >= sizeof p)
-        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
-    struct stat st;
-    if (stat(mount_dir, &st) < 0 || stat(p, &st) < 0)
-        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
-    *shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
-    return 0;
-}
-
-int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
-{
-    int shared = 0, rc;
-    if ((rc = is_shared(mount_dir, &shared)) < 0)
-        return rc;
-    if ((rc = make_tree(m, mount_dir, shared ? 02770 : 0700)) < 0)
+    int rc;
+    if ((rc = make_tree(m, c, mfd, mpath)) < 0)
         return rc;
     hfs3_buf b;
     hfs3_buf_init(&b, (size_t)1 << 31);
@@ -204,13 +220,30 @@ int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
         hfs3_buf_free(&b);
         return rc;
     }
-    char p[HFS3_MAX_PATH + 64];
-    if (snprintf(p, sizeof p, "%s/index", mount_dir) >= (int)sizeof p) {
-        hfs3_buf_free(&b);
-        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
-    }
     /* the mode is set before the rename: a reader never sees an index its group cannot open */
-    rc = hfs3_cache_write_atomic(p, b.data, b.len, shared ? 0440 : 0400);
+    rc = hfs3_cache_write_atomic(mfd, "index", b.data, b.len, c->shared ? 0440 : 0400, mpath);
     hfs3_buf_free(&b);
+    return rc;
+}
+
+int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
+{
+    /* A cache context for the tools and tests that name a mount directory by path. Shared as
+     * hfs3_cache_open decides it, asked of mount_dir's parent (CACHE/mounts, which has the cache's mode). */
+    char p[HFS3_MAX_PATH + 512];
+    if (snprintf(p, sizeof p, "%s/..", mount_dir) >= (int)sizeof p)
+        return hfs3_err(-ENAMETOOLONG, "index: %s: path too long", mount_dir);
+    struct stat st;
+    if (stat(mount_dir, &st) < 0 || stat(p, &st) < 0)
+        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
+    hfs3_cache c = {.uid = geteuid(), .gid = st.st_gid, .fd = -1};
+    c.shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
+    c.dir_mode = c.shared ? 03770 : 0700;
+    c.file_mode = c.shared ? 0660 : 0600;
+    int fd = open(mount_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));
+    int rc = hfs3_index_install_at(m, &c, fd, mount_dir);
+    close(fd);
     return rc;
 }

@@ -1,21 +1,29 @@
 /* cache.h - the local cache directory (docs/internals.md): where it is, who may use it, the paths inside
  * it, per-file locks, and the refresh of a mount's manifest and index (`_index`).
- * Layout: blobs/<sha256>, tmp/<sha256>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
- * mounts/<mountkey>/{manifest.json,etag,index,lock,error}. Fetching blobs is fetch.h's. */
+ * Layout: blobs/<sha256>, tmp/<sha256>.<random>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
+ * mounts/<mountkey>/{manifest.json,etag,index,lock,error}. Fetching blobs is fetch.h's. Everything inside is
+ * reached through the descriptors hfs3_cache_open checked (lib/cachefs.c; README "Trust model"). */
 #ifndef HFS3_CACHE_H
 #define HFS3_CACHE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "hfs3/config.h"
 #include "hfs3/manifest.h"
 
 typedef struct hfs3_cache {
-    char *dir;        /* the cache directory as resolved (no trailing '/') */
-    int shared;       /* 1: the directory was already setgid + group-writable: share with the group */
-    mode_t dir_mode;  /* 0700, or 02770 when shared */
-    mode_t file_mode; /* files other than blobs: 0600, or 0660 when shared */
-    mode_t blob_mode; /* verified blobs: 0444, or 0440 when shared */
+    char *dir;          /* the cache directory as named (no trailing '/'), for messages */
+    int shared;         /* 1: the directory is setgid + group-writable: shared with its group */
+    mode_t dir_mode;    /* 0700, or 03770 when shared (setgid + sticky + group rwx) */
+    mode_t file_mode;   /* files other than blobs: 0600, or 0660 when shared */
+    mode_t blob_mode;   /* verified blobs: 0444, or 0440 when shared */
+    uid_t uid;          /* this user (effective) */
+    gid_t gid;          /* the cache directory's group */
+    int verify_foreign; /* HFS3_VERIFY_FOREIGN=1: re-hash blobs and refetch manifests another user wrote */
+    int fd;             /* the cache directory, reached and checked as hfs3_cache_open says */
+    int blobs, tmp, locks, fails, mounts; /* its subdirectories, checked */
+    char *p_blobs, *p_tmp, *p_locks, *p_fails, *p_mounts; /* their paths, for messages */
 } hfs3_cache;
 
 /* The cache directory the environment names: $HFS3_CACHE_DIR, else $XDG_CACHE_HOME/hfs3, else
@@ -23,46 +31,84 @@ typedef struct hfs3_cache {
  * when none of them is set (or on OOM). */
 char *hfs3_cache_dir_from_env(void);
 
-/* Checks that dir may be used as a cache (it need not exist): no component of the path is a symlink
- * owned by someone other than the user or root, and the directory, if it exists, is a directory that
+/* Checks that dir may be used as a cache (it need not exist), by its path: no component of the path is a
+ * symlink owned by someone other than the user or root, and the directory, if it exists, is a directory that
  * others cannot write. On success *shared (may be NULL) says whether it exists setgid + group-writable.
- * -EPERM (refused, message names the path and the rule), -ENOTDIR, or another errno. */
+ * -EPERM (refused, message names the path and the rule), -ENOTDIR, or another errno. hfs3_cache_open does
+ * this and more (every directory of the real path, owners, the cache's own mode). */
 int hfs3_cache_check_dir(const char *dir, int *shared);
 
 /* Resolves (dir NULL: from the environment), checks and creates the cache with blobs/ tmp/ locks/ fails/
- * mounts/. On success *out is the caller's (hfs3_cache_free). */
+ * mounts/, and opens a descriptor on each. Refused (-EPERM, -ENOTDIR, -ELOOP; one line naming the directory,
+ * why, and what to run) before anything is read or written when: the path goes through a symlink of another
+ * user, or through a directory writable by others without the sticky bit or owned by another user (root
+ * aside); the cache is not a directory or is writable by others; a private cache (or a directory in it) is
+ * not the user's or is group-writable; a shared cache is not the user's or root's, or lacks setgid + sticky
+ * + group rwx (added when the user owns it); a subdirectory breaks hfs3_cache_check_subdir. On success *out
+ * is the caller's (hfs3_cache_free). */
 int hfs3_cache_open(const char *dir, hfs3_cache **out);
 void hfs3_cache_free(hfs3_cache *c);
 
-/* dir/sub/name+suffix, malloc'd (NULL on OOM). sub and suffix may be NULL or "". */
+/* dir/sub/name+suffix, malloc'd (NULL on OOM). sub and suffix may be NULL or "". For messages. */
 char *hfs3_cache_path(const hfs3_cache *c, const char *sub, const char *name, const char *suffix);
 
-/* Opens (creating with the cache's file mode) the lock file at path and flock()s it exclusively.
- * nonblock: -EWOULDBLOCK at once when another process holds it. On success *fd is the descriptor
- * (O_CLOEXEC); hfs3_cache_unlock closes it (which releases the lock). *waited (may be NULL) is set when
- * the lock was busy and this call had to wait. */
-int hfs3_cache_lock(const hfs3_cache *c, const char *path, int nonblock, int *fd, int *waited);
+/* ---- the on-disk rules (lib/cachefs.c). dpath is the path of dirfd, for messages; name one component. ---- */
+
+/* Whether a file read from the cache may be used: a regular file, not writable by others, owned by the user
+ * or root, or in a shared cache carrying the cache's group. 0 or -EPERM with a message naming it. */
+int hfs3_cache_check_file(const hfs3_cache *c, const struct stat *st, const char *dpath, const char *name);
+/* Whether a directory of the cache may be used: not writable by others; private: the user's and not group-
+ * writable; shared: the cache's group, setgid + group rwx (+ sticky when asked), owned by anyone of the group
+ * (a member's directory: members are trusted for content). A directory of the user's own that lacks the bits
+ * is fchmod-ed through fd (fd -1: never). 0, -ENOTDIR or -EPERM with a message. */
+int hfs3_cache_check_subdir(const hfs3_cache *c, int fd, const struct stat *st, int sticky, const char *path);
+/* Opens directory name under dirfd (O_DIRECTORY | O_NOFOLLOW), creating it first when create_mode is not 0
+ * (then exactly that mode, set on the new directory only), and checks it. Returns the descriptor or -ENOENT
+ * (not there, no create), -ELOOP (a symlink), -ENOTDIR, -EPERM, with a message. */
+int hfs3_cache_opendir(const hfs3_cache *c, int dirfd, const char *name, mode_t create_mode, int sticky,
+                       const char *dpath);
+/* Opens an existing file (O_NOFOLLOW, O_NONBLOCK against FIFOs) and checks it with hfs3_cache_check_file;
+ * opened for writing it must also be the user's own with one link. *st (may be NULL) is its fstat. Returns
+ * the descriptor, or -ENOENT (quiet: a message is set but callers may ignore it), -ELOOP, -EPERM ... */
+int hfs3_cache_openat(const hfs3_cache *c, int dirfd, const char *name, int flags, struct stat *st,
+                      const char *dpath);
+/* hfs3_cache_openat + read it whole (at most max bytes; NUL-terminated *out, the caller's). */
+int hfs3_cache_read(const hfs3_cache *c, int dirfd, const char *name, size_t max, char **out, size_t *len,
+                    struct stat *st, const char *dpath);
+/* fstatat without following, then the file rules: 0, -ENOENT (no message), -ELOOP or -EPERM. */
+int hfs3_cache_stat(const hfs3_cache *c, int dirfd, const char *name, struct stat *st, const char *dpath);
+/* Reads fd to its end (at most max bytes); what names it in messages. */
+int hfs3_read_fd(int fd, size_t max, char **out, size_t *len, const char *what);
+
+/* Opens the lock file name under dirfd and flock()s it exclusively. An existing one must pass
+ * hfs3_cache_check_file (a symlink, a FIFO or a stranger's file is refused, never followed, never
+ * chmod-ed); a missing one is created O_EXCL with the cache's file mode. nonblock: -EWOULDBLOCK at once when
+ * another process holds it. On success *fd (O_CLOEXEC) holds the lock until hfs3_cache_unlock closes it.
+ * *waited (may be NULL) is set when the lock was busy and this call had to wait. */
+int hfs3_cache_lock(const hfs3_cache *c, int dirfd, const char *name, const char *dpath, int nonblock, int *fd,
+                    int *waited);
 void hfs3_cache_unlock(int fd);
 
-/* Creates path (O_CREAT|O_EXCL when excl) with mode set regardless of the umask (fchmod when we own it).
- * Returns the descriptor (O_CLOEXEC) or a negative errno with a message naming the path. */
-int hfs3_cache_create(const char *path, int flags, mode_t mode);
+/* Creates a new file under dirfd named stem.<16 random hex digits>suffix (suffix may be NULL), O_EXCL |
+ * O_NOFOLLOW, mode exactly 0600, open read-write; its name goes to name. Returns the descriptor. */
+int hfs3_cache_mktemp(int dirfd, const char *stem, const char *suffix, char *name, size_t namesz,
+                      const char *dpath);
+/* Replaces name under dirfd atomically: hfs3_cache_mktemp(name.tmp), write, fchmod mode, fsync, renameat. */
+int hfs3_cache_write_atomic(int dirfd, const char *name, const void *data, size_t n, mode_t mode,
+                            const char *dpath);
+/* Writes a one-line message (a trailing newline is added) as name under dirfd atomically; errors are
+ * ignored: this is how failures are reported, a second failure has nowhere to go. */
+void hfs3_cache_write_line(const hfs3_cache *c, int dirfd, const char *name, const char *dpath, const char *msg);
 
-/* mkdir with exactly mode (chmod after it: the umask would cut the group bits a shared cache needs). An
- * existing one is left as it is (in a shared cache it may be another user's, and only its owner may chmod
- * it) but must be a real directory (not a symlink) that others cannot write: -ENOTDIR or -EPERM otherwise,
- * with a message naming the path. */
-int hfs3_cache_mkdir(const char *path, mode_t mode);
+/* Calls fn(ud, name) for each entry of dirfd whose name starts with prefix and ends with suffix, until fn
+ * returns non-zero (that value is returned). -errno when the directory cannot be read. */
+typedef int (*hfs3_cache_scan_fn)(void *ud, const char *name);
+int hfs3_cache_scan(int dirfd, const char *prefix, const char *suffix, hfs3_cache_scan_fn fn, void *ud);
 
-/* Writes data to path atomically (temp beside it, fchmod mode, fsync, rename). */
-int hfs3_cache_write_atomic(const char *path, const void *data, size_t n, mode_t mode);
-
-/* Writes a one-line message (a trailing newline is added) to path atomically; errors are ignored:
- * this is how failures are reported, a second failure has nowhere to go. */
-void hfs3_cache_write_line(const hfs3_cache *c, const char *path, const char *msg);
-
-/* mounts/<hfs3_mountkey(spec)>, created with the cache's directory mode. *out malloc'd. */
-int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, char **out);
+/* mounts/<hfs3_mountkey(spec)> (created with create set: setgid + group rwx without sticky when shared, since
+ * every member's refresh replaces the files in it), opened and checked. Returns its descriptor; *path
+ * (may be NULL) gets its malloc'd path. */
+int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char **path);
 
 /* The `_index` refresh of mount `spec` (r: its parsed remote). Under mounts/K/lock (taken here unless
  * lock_fd >= 0 says the caller holds it): offline (HFS3_OFFLINE=1) uses the cached index, failing when

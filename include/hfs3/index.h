@@ -73,12 +73,17 @@ struct hfs3_index_entry {
 
 #ifndef HFS3_SHIM_BUILD
 struct hfs3_manifest;
+struct hfs3_cache;
 /* Installs what the shim needs for manifest m into mount_dir (CACHE/mounts/<key>/, which must exist): the
  * index file, written atomically (temp + rename, so processes that mapped the old one keep it), and tree/.
  * Modes are set whatever the umask, by the cache's rule: when mount_dir's parent (CACHE/mounts) is setgid
- * and group-writable the cache is shared (new directories 02770, index 0440), else private (0700, 0400).
- * Existing directories are left as they are. 0 or a negative errno with a message. */
+ * and group-writable the cache is shared (new directories 03770, index 0440), else private (0700, 0400).
+ * Existing directories are left as they are. 0 or a negative errno with a message. For tools and tests. */
 int hfs3_index_install(const struct hfs3_manifest *m, const char *mount_dir);
+/* The same into the mount directory mfd (path mpath, for messages) of cache c: tree/ is walked and made one
+ * component at a time from mfd (O_NOFOLLOW, lib/cachefs.c's rules), the index is a fresh O_EXCL temp renamed
+ * over the old one. What the helper uses. */
+int hfs3_index_install_at(const struct hfs3_manifest *m, const struct hfs3_cache *c, int mfd, const char *mpath);
 #endif
 
 #endif

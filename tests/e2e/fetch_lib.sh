@@ -8,7 +8,8 @@
 #   got_bytes LOG KEYPART    body bytes of GETs whose path contains KEYPART, from a proxy log
 #   shared_setup             (root) starts the server, makes $WORK readable by other users, publishes the
 #                            fetch_model model as s3test:models/m1, and creates $HFS3_CACHE_DIR (default
-#                            $WORK/shared) as a cache shared with group 100 (setgid, g+w), as an init container would
+#                            $WORK/shared) as a cache shared with group 100 (setgid, sticky, g+rwx: 3770), as an init
+#                            container would
 PROXY_PIDS=""
 
 shared_setup() {
@@ -21,7 +22,7 @@ shared_setup() {
   export HFS3_CACHE_DIR=${HFS3_CACHE_DIR:-$WORK/shared}
   mkdir "$HFS3_CACHE_DIR"
   chgrp 100 "$HFS3_CACHE_DIR"
-  chmod 02770 "$HFS3_CACHE_DIR"
+  chmod 03770 "$HFS3_CACHE_DIR"
 }
 
 fetch_model() {

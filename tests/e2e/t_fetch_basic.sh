@@ -96,7 +96,7 @@ ok "_prefetch"
 
 # a cache directory writable by others is refused
 mkdir -m 0777 "$WORK/open"; chmod 0777 "$WORK/open"
-HFS3_CACHE_DIR=$WORK/open expect_exit 2 "o+w cache" "$HFS3_BIN" fetch s3test:models/m1
+HFS3_CACHE_DIR=$WORK/open expect_exit 1 "o+w cache" "$HFS3_BIN" fetch s3test:models/m1
 grep -q 'writable by others' "$WORK/err" || { cat "$WORK/err"; fail "o+w message"; }
 ok "o+w cache refused: $(cat "$WORK/err")"
 echo "all ok"

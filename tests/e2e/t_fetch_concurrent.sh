@@ -36,18 +36,21 @@ start_proxy slow $((4 << 20))
 export HFS3_CACHE_DIR=$WORK/cache2
 HFS3_CONNECTIONS=2 "$HFS3_BIN" fetch slow:models/m1 >"$WORK/killed.out" 2>&1 &
 fpid=$!
-done_file=$HFS3_CACHE_DIR/tmp/$big.done
+# the temp names are unpredictable (tmp/<sha>.<random>.part and .done): find them
+done_file=
 for i in $(seq 1 600); do
   # wait for one completed range (the header line plus a chunk number)
-  [ -f "$done_file" ] && [ "$(wc -l <"$done_file")" -ge 2 ] && break
+  [ -n "$done_file" ] || done_file=$(ls "$HFS3_CACHE_DIR/tmp/$big".*.done 2>/dev/null | head -1 || true)
+  [ -n "$done_file" ] && [ -f "$done_file" ] && [ "$(wc -l <"$done_file")" -ge 2 ] && break
   kill -0 "$fpid" 2>/dev/null || break
   sleep 0.1
 done
-[ -f "$done_file" ] && [ "$(wc -l <"$done_file")" -ge 2 ] || fail "no range completed before the kill"
+[ -n "$done_file" ] && [ -f "$done_file" ] && [ "$(wc -l <"$done_file")" -ge 2 ] || fail "no range completed before the kill"
 kill -9 "$fpid"
 wait "$fpid" 2>/dev/null || true
 [ ! -e "$HFS3_CACHE_DIR/blobs/$big" ] || fail "a killed fetch left the blob"
-[ -e "$HFS3_CACHE_DIR/tmp/$big.part" ] || fail "no temp file after the kill"
+[ -e "${done_file%.done}.part" ] || fail "no temp file after the kill"
+[ "$(stat -c %a "${done_file%.done}.part")" = 600 ] || fail "the temp file is not 0600 before it is verified"
 ndone=$(($(wc -l <"$done_file") - 1))
 [ "$ndone" -lt 3 ] || fail "the fetch completed all ranges before the kill"
 ok "killed fetch: blobs/ has no partial file; $ndone ranges recorded as done"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_fetch_shared.sh - a cache shared with a group (setgid + g+w, made by an "init container" as root) is used
-# by another user of that group: directories 02770, blobs 0440, lock and other files group-writable, whatever
-# the umask. Needs root (to act as the second user); skipped otherwise.
+# by another user of that group: directories 03770, blobs 0440, lock and other files group-writable, whatever
+# the umask; the cache's own directories also carry the sticky bit (3770), a mount's directory is 2770 (every
+# member's refresh replaces its files). Needs root (to act as the second user); skipped otherwise.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -14,11 +15,13 @@ shared_setup
 (umask 077; "$HFS3_BIN" _get s3test:models/m1 config.json) || fail "root _get"
 cfg=$(blob_of "$WORK/m/config.json")
 [ "$(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")" = 440 ] || fail "shared blob mode $(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")"
-for d in blobs tmp locks fails mounts "mounts/$(ls "$HFS3_CACHE_DIR/mounts")"; do
-  [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 2770 ] || fail "mode of $d: $(stat -c %a "$HFS3_CACHE_DIR/$d")"
+for d in . blobs tmp locks fails mounts "mounts/$(ls "$HFS3_CACHE_DIR/mounts")/tree"; do
+  [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 3770 ] || fail "mode of $d: $(stat -c %a "$HFS3_CACHE_DIR/$d")"
 done
+d="mounts/$(ls "$HFS3_CACHE_DIR/mounts")"
+[ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 2770 ] || fail "mode of $d: $(stat -c %a "$HFS3_CACHE_DIR/$d")"
 [ "$(stat -c %a "$HFS3_CACHE_DIR/locks/$cfg.lock")" = 660 ] || fail "lock mode"
-ok "root in a shared cache: dirs 2770, blob 440, lock 660 under umask 077"
+ok "root in a shared cache: dirs 3770 (a mount's 2770), blob 440, lock 660 under umask 077"
 
 # another user of the group: reads root's blob, fetches another file, takes root's lock file
 as_user() { setpriv --reuid=65534 --regid=100 --clear-groups env HOME="$WORK/home" "$@"; }

@@ -132,11 +132,12 @@ static void test_open_private(void)
     hfs3_cache *c2 = NULL;
     CHECK_EQ_INT(hfs3_cache_open(p, &c2), 0);
     hfs3_cache_free(c2);
-    /* a subdir replaced by a symlink is refused */
+    /* a subdir replaced by a symlink is refused, never followed */
     snprintf(s, sizeof s, "%s/tmp", p);
     rmdir(s);
     CHECK_EQ_INT(symlink("/tmp", s), 0);
-    CHECK_EQ_INT(hfs3_cache_open(p, &c2), -ENOTDIR);
+    CHECK_EQ_INT(hfs3_cache_open(p, &c2), -ELOOP);
+    CHECK(strstr(hfs3_errmsg(), "is a symlink") != NULL);
     unlink(s);
     hfs3_cache_free(c);
     umask(old);
@@ -158,19 +159,22 @@ static void test_open_shared(void)
     CHECK_EQ_INT(c->shared, 1);
     CHECK_EQ_INT(c->blob_mode, 0440);
     CHECK_EQ_INT(c->file_mode, 0660);
+    CHECK_EQ_INT(mode_of(p), 03770); /* the sticky bit added to a shared cache of our own */
     snprintf(s, sizeof s, "%s/blobs", p);
-    CHECK_EQ_INT(mode_of(s), 02770);
+    CHECK_EQ_INT(mode_of(s), 03770);
     char *mdir = NULL;
-    CHECK_EQ_INT(hfs3_cache_mount_dir(c, "r:b/p", &mdir), 0);
-    CHECK_EQ_INT(mode_of(mdir), 02770);
+    int mfd = hfs3_cache_mount_dir(c, "r:b/p", 1, &mdir);
+    CHECK(mfd >= 0);
+    CHECK_EQ_INT(mode_of(mdir), 02770); /* replaced by every member's refresh: not sticky */
+    close(mfd);
     free(mdir);
     snprintf(s, sizeof s, "%s/locks/x.lock", p);
     int fd = -1;
-    CHECK_EQ_INT(hfs3_cache_lock(c, s, 0, &fd, NULL), 0);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "x.lock", c->p_locks, 0, &fd, NULL), 0);
     CHECK_EQ_INT(mode_of(s), 0660);
     hfs3_cache_unlock(fd);
     snprintf(s, sizeof s, "%s/fails/y.err", p);
-    hfs3_cache_write_line(c, s, "two\nlines");
+    hfs3_cache_write_line(c, c->fails, "y.err", c->p_fails, "two\nlines");
     CHECK_EQ_INT(mode_of(s), 0660);
     char *text = NULL;
     size_t n = 0;
@@ -191,13 +195,13 @@ static void test_locks(void)
         return;
     snprintf(s, sizeof s, "%s/locks/a.lock", p);
     int a = -1, b = -1, waited = -1;
-    CHECK_EQ_INT(hfs3_cache_lock(c, s, 0, &a, &waited), 0);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "a.lock", c->p_locks, 0, &a, &waited), 0);
     CHECK_EQ_INT(waited, 0);
     CHECK_EQ_INT(mode_of(s), 0600);
     /* flock belongs to the open file description: a second open conflicts even in this process */
-    CHECK_EQ_INT(hfs3_cache_lock(c, s, 1, &b, NULL), -EWOULDBLOCK);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "a.lock", c->p_locks, 1, &b, NULL), -EWOULDBLOCK);
     hfs3_cache_unlock(a);
-    CHECK_EQ_INT(hfs3_cache_lock(c, s, 1, &b, NULL), 0);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "a.lock", c->p_locks, 1, &b, NULL), 0);
     hfs3_cache_unlock(b);
     hfs3_cache_free(c);
 }
@@ -307,10 +311,11 @@ static void test_offline_refresh(void)
     CHECK_EQ_INT(hfs3_mount_load(c, r.spec, &m), -ENOENT);
     /* with a cached manifest and index, offline succeeds and clears the error */
     char q[600];
-    snprintf(q, sizeof q, "%s/mounts/%s/index", p, key);
-    CHECK_EQ_INT(hfs3_cache_write_atomic(q, "x", 1, 0600), 0);
-    snprintf(q, sizeof q, "%s/mounts/%s/manifest.json", p, key);
-    CHECK_EQ_INT(hfs3_cache_write_atomic(q, "{}", 2, 0600), 0);
+    snprintf(q, sizeof q, "%s/mounts/%s", p, key);
+    int mfd = open(q, O_RDONLY | O_DIRECTORY);
+    CHECK_EQ_INT(hfs3_cache_write_atomic(mfd, "index", "x", 1, 0600, q), 0);
+    CHECK_EQ_INT(hfs3_cache_write_atomic(mfd, "manifest.json", "{}", 2, 0600, q), 0);
+    close(mfd);
     CHECK_EQ_INT(hfs3_mount_refresh(c, &r, -1, &stale), 0);
     CHECK_EQ_INT(stale, 0);
     CHECK(access(s, F_OK) != 0);
@@ -318,6 +323,230 @@ static void test_offline_refresh(void)
     CHECK(hfs3_mount_load(c, r.spec, &m) < 0);
     CHECK(m == NULL);
     unsetenv("HFS3_OFFLINE");
+    hfs3_cache_free(c);
+}
+
+
+/* A file of the test's own under root, for attacks to aim at: its content and mode must never change. */
+static void make_victim(char *out, size_t n)
+{
+    snprintf(out, n, "%s/victim", root);
+    int fd = open(out, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    CHECK(fd >= 0 && write(fd, "precious", 8) == 8);
+    close(fd);
+    chmod(out, 0600);
+}
+
+static void check_victim(const char *v)
+{
+    char *text = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hfs3_read_file(v, 100, &text, &n), 0);
+    CHECK_EQ_STR(text, "precious");
+    free(text);
+    CHECK_EQ_INT(mode_of(v), 0600);
+}
+
+/* Lock files: a symlink or a FIFO under the lock's name is refused (never followed, no hang); an existing
+ * one of another user is refused in a private cache and flocked as it is (never chmod-ed) in a shared
+ * one when it carries the cache's group. */
+static void test_lock_planted(void)
+{
+    char p[300], s[600], v[300];
+    make_victim(v, sizeof v);
+    snprintf(p, sizeof p, "%s/lp", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    int fd = -1;
+    snprintf(s, sizeof s, "%s/locks/sym.lock", p);
+    CHECK_EQ_INT(symlink(v, s), 0);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "sym.lock", c->p_locks, 0, &fd, NULL), -ELOOP);
+    CHECK(strstr(hfs3_errmsg(), "sym.lock is a symlink") != NULL);
+    check_victim(v);
+    snprintf(s, sizeof s, "%s/locks/fifo.lock", p);
+    CHECK_EQ_INT(mkfifo(s, 0600), 0);
+    CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "fifo.lock", c->p_locks, 0, &fd, NULL), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "not a regular file") != NULL);
+    if (geteuid() == 0) {
+        snprintf(s, sizeof s, "%s/locks/theirs.lock", p);
+        int t = open(s, O_CREAT | O_WRONLY, 0640);
+        CHECK(t >= 0 && fchown(t, 64101, 64101) == 0);
+        close(t);
+        CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "theirs.lock", c->p_locks, 0, &fd, NULL), -EPERM);
+        CHECK(strstr(hfs3_errmsg(), "belongs to uid 64101") != NULL);
+        /* the same file in a shared cache, with the cache's group: a member's lock, used as it is */
+        c->shared = 1;
+        c->gid = 64100;
+        CHECK_EQ_INT(chown(s, 64101, 64100), 0);
+        CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, "theirs.lock", c->p_locks, 0, &fd, NULL), 0);
+        CHECK_EQ_INT(mode_of(s), 0640);
+        hfs3_cache_unlock(fd);
+        c->shared = 0;
+    } else {
+        printf("test_cache: not root, foreign lock owner case skipped\n");
+    }
+    hfs3_cache_free(c);
+}
+
+/* Temp names are unpredictable and 0600 whatever the umask; a name planted beside a file being replaced
+ * (the old NAME.tmp scheme) is never written through; a hard link is never opened for writing. */
+static void test_temp_names(void)
+{
+    char p[300], s[600], v[300], a[128], b[128];
+    make_victim(v, sizeof v);
+    snprintf(p, sizeof p, "%s/tn", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    mode_t old = umask(0);
+    int f1 = hfs3_cache_mktemp(c->tmp, "abc", ".part", a, sizeof a, c->p_tmp);
+    int f2 = hfs3_cache_mktemp(c->tmp, "abc", ".part", b, sizeof b, c->p_tmp);
+    umask(old);
+    CHECK(f1 >= 0 && f2 >= 0);
+    CHECK(strcmp(a, b) != 0);
+    CHECK(strlen(a) == strlen("abc.") + 16 + strlen(".part"));
+    CHECK(hfs3_starts_with(a, "abc.") && hfs3_ends_with(a, ".part"));
+    snprintf(s, sizeof s, "%s/tmp/%s", p, a);
+    CHECK_EQ_INT(mode_of(s), 0600);
+    close(f1);
+    close(f2);
+    char mdir[400];
+    snprintf(mdir, sizeof mdir, "%s/mounts", p);
+    snprintf(s, sizeof s, "%s/index.tmp", mdir);
+    CHECK_EQ_INT(symlink(v, s), 0);
+    snprintf(s, sizeof s, "%s/index.tmp.%d", mdir, (int)getpid());
+    CHECK_EQ_INT(symlink(v, s), 0);
+    CHECK_EQ_INT(hfs3_cache_write_atomic(c->mounts, "index", "new", 3, 0400, c->p_mounts), 0);
+    check_victim(v);
+    snprintf(s, sizeof s, "%s/index", mdir);
+    CHECK_EQ_INT(mode_of(s), 0400);
+    /* a hard link to the victim under a cache name: readable (it is ours), never writable */
+    snprintf(s, sizeof s, "%s/tmp/abc.part", p);
+    CHECK_EQ_INT(link(v, s), 0);
+    int w = hfs3_cache_openat(c, c->tmp, "abc.part", O_RDWR, NULL, c->p_tmp);
+    CHECK_EQ_INT(w, -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "2 links") != NULL);
+    check_victim(v);
+    hfs3_cache_free(c);
+}
+
+/* hfs3_fetch of an empty file (no network): planted tmp/<sha>.part and .done symlinks to the victim are not
+ * followed, the blob is a regular file; a symlink of our own planted as the blob is removed and replaced. */
+static void test_fetch_planted(void)
+{
+    char p[300], s[600], v[300], sha[65];
+    make_victim(v, sizeof v);
+    hfs3_sha256_hexof("", 0, sha);
+    snprintf(p, sizeof p, "%s/fp", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    const char *names[] = {".part", ".done"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(s, sizeof s, "%s/tmp/%s%s", p, sha, names[i]);
+        CHECK_EQ_INT(symlink(v, s), 0);
+    }
+    snprintf(s, sizeof s, "%s/blobs/%s", p, sha);
+    CHECK_EQ_INT(symlink(v, s), 0);
+    hfs3_remote r = {0};
+    r.spec = "nowhere:bucket/model";
+    hfs3_fetch_file f = {"empty.txt", "empty.txt", 0, sha, NULL};
+    hfs3_fetch_result res;
+    setenv("HFS3_LOG", "error", 1);
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
+    CHECK_EQ_INT(res.cached, 0);
+    struct stat st;
+    CHECK_EQ_INT(lstat(s, &st), 0);
+    CHECK(S_ISREG(st.st_mode) && st.st_size == 0 && (st.st_mode & 07777) == 0444);
+    check_victim(v);
+    /* the second time it is there */
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
+    CHECK_EQ_INT(res.cached, 1);
+    hfs3_cache_free(c);
+}
+
+/* Blobs of other users in a shared cache (as root: fchown on files the test made): trusted by default;
+ * under verify_foreign re-hashed, and a mismatch is refused (and cannot be removed: it is not ours). */
+static void test_blob_foreign(void)
+{
+    if (geteuid() != 0) {
+        printf("test_cache: not root, foreign blob cases skipped\n");
+        return;
+    }
+    char p[300], s[600], sha[65];
+    snprintf(p, sizeof p, "%s/bf", root);
+    mkdir(p, 0700);
+    CHECK_EQ_INT(chown(p, 0, 64100), 0);
+    CHECK_EQ_INT(chmod(p, 03770), 0);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    if (!c)
+        return;
+    CHECK_EQ_INT(c->shared, 1);
+    CHECK_EQ_INT((int)c->gid, 64100);
+    hfs3_sha256_hexof("hello", 5, sha);
+    snprintf(s, sizeof s, "%s/blobs/%s", p, sha);
+    int fd = open(s, O_CREAT | O_WRONLY, 0440);
+    CHECK(fd >= 0 && write(fd, "jello", 5) == 5 && fchown(fd, 64101, 64100) == 0);
+    close(fd);
+    hfs3_remote r = {0};
+    r.spec = "nowhere:bucket/model";
+    hfs3_fetch_file f = {"h.txt", "h.txt", 5, sha, NULL};
+    hfs3_fetch_result res;
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0); /* a member's blob: trusted by default */
+    CHECK_EQ_INT(res.cached, 1);
+    c->verify_foreign = 1;
+    setenv("HFS3_OFFLINE", "1", 1); /* a refused blob must not reach the network */
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), -EBADMSG);
+    CHECK(strstr(hfs3_errmsg(), "does not match its sha256") != NULL);
+    CHECK_EQ_INT(unlink(s), 0);
+    fd = open(s, O_CREAT | O_WRONLY, 0440);
+    CHECK(fd >= 0 && write(fd, "hello", 5) == 5 && fchown(fd, 64101, 64100) == 0);
+    close(fd);
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
+    CHECK_EQ_INT(res.cached, 1);
+    /* another group: refused whatever the mode */
+    CHECK_EQ_INT(chown(s, 64101, 64101), 0);
+    CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "belongs to uid 64101") != NULL);
+    unsetenv("HFS3_OFFLINE");
+    hfs3_cache_free(c);
+}
+
+/* The cache directory and its path: another user's directory, a parent others can write without the
+ * sticky bit, a shared cache without the sticky bit that is not ours. */
+static void test_open_owners(void)
+{
+    char p[300], q[400];
+    snprintf(p, sizeof p, "%s/ow", root);
+    mkdir(p, 0777);
+    chmod(p, 0777);
+    snprintf(q, sizeof q, "%s/cache", p);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(q, &c), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "without the sticky bit") != NULL);
+    chmod(p, 01777); /* like /tmp: fine */
+    CHECK_EQ_INT(hfs3_cache_open(q, &c), 0);
+    hfs3_cache_free(c);
+    c = NULL;
+    if (geteuid() != 0) {
+        printf("test_cache: not root, foreign cache owner cases skipped\n");
+        return;
+    }
+    CHECK_EQ_INT(chown(q, 64102, 64102), 0);
+    CHECK_EQ_INT(hfs3_cache_open(q, &c), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "belongs to uid 64102") != NULL);
+    CHECK_EQ_INT(chown(q, 64102, 64100), 0);
+    CHECK_EQ_INT(chmod(q, 03770), 0);
+    CHECK_EQ_INT(hfs3_cache_open(q, &c), -EPERM);
+    CHECK(strstr(hfs3_errmsg(), "not to you or root") != NULL);
+    CHECK_EQ_INT(chown(q, 0, 64100), 0);
+    CHECK_EQ_INT(chmod(q, 03770), 0);
+    CHECK_EQ_INT(hfs3_cache_open(q, &c), 0);
     hfs3_cache_free(c);
 }
 
@@ -333,6 +562,11 @@ int main(void)
     TEST(test_done_sidecar);
     TEST(test_connections_env);
     TEST(test_offline_refresh);
+    TEST(test_lock_planted);
+    TEST(test_temp_names);
+    TEST(test_fetch_planted);
+    TEST(test_blob_foreign);
+    TEST(test_open_owners);
     rmroot();
     return t_done("test_cache");
 }

@@ -257,7 +257,7 @@ out:
 }
 
 /* Modes come from the cache's rule, whatever the umask: private 0700 dirs and a 0400 index; under a shared
- * CACHE/mounts (setgid, group-writable) 02770 dirs and a 0440 index. */
+ * CACHE/mounts (setgid, group-writable) 03770 dirs (setgid + sticky) and a 0440 index. */
 static void check_modes(void)
 {
     mode_t old = umask(077);
@@ -274,7 +274,7 @@ static void check_modes(void)
         snprintf(mdir, sizeof mdir, "%s/0123456789abcdef", mounts);
         CHECK_EQ_INT(mkdir(mdir, 0700), 0);
         CHECK_EQ_INT(m ? hfs3_index_install(m, mdir) : -1, 0);
-        mode_t dmode = shared ? 02770 : 0700, fmode = shared ? 0440 : 0400;
+        mode_t dmode = shared ? 03770 : 0700, fmode = shared ? 0440 : 0400;
         const char *dirs[] = {"tree", "tree/dir", "tree/dir/sub", "tree/empty"};
         for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
             snprintf(p, sizeof p, "%s/%s", mdir, dirs[i]);

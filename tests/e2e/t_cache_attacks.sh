@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# t_cache_attacks.sh - another local user cannot subvert the cache (issue 7, helper side). User B (uid 64102,
+# a member of the cache's group 64100) or C (uid 64103, not a member) prepares the cache; then the victim A
+# (uid 64101, group 64100) runs the helper normally (_get, _index, fetch). For every attack: A's own files
+# outside the cache (under $WORK/homeA) keep their sha256 and mode, A never gets a forged byte (the blob is
+# the real content, or the helper fails with one clear line), and each refusal is one line.
+# Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
+# T_CACHE_ATTACKS_SHIM=1 adds shim-side cases (A's cat through the shim); off by default (the shim's owner's).
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+# exit 77 = skipped, where run.sh knows that status; 0 with the SKIP line before it does
+skip() { echo "SKIP: $1"; if grep -q '77' "$HFS3_ROOT/tests/e2e/run.sh"; then exit 77; fi; exit 0; }
+[ "$(id -u)" = 0 ] || skip "needs root (to act as three users)"
+command -v setpriv >/dev/null || skip "needs setpriv"
+
+A=64101 B=64102 C=64103 G=64100
+s3env_start "$WORK"
+trap 's3env_stop' EXIT
+chmod 0755 "$WORK" "$WORK/home"
+chmod 0644 "$RCLONE_CONFIG"
+fetch_model "$WORK/m"
+fetch_publish "$WORK/m" s3test:models/m1
+R=s3test:models/m1
+cfg=$(blob_of "$WORK/m/config.json")
+tok=$(blob_of "$WORK/m/tokenizer.json")
+big=$(blob_of "$WORK/m/model.safetensors")
+empty=$(blob_of "$WORK/m/sub/empty.txt")
+K=$(python3 -c '
+import sys
+h = 1469598103934665603
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 1099511628211) % (1 << 64)
+print("%016x" % h)' "$R")   # hfs3_mountkey: FNV-1a 64
+
+# A's home: files an attacker would like to reach through the cache
+HA=$WORK/homeA
+mkdir -p "$HA"
+for f in secret notes diary; do head -c 3000 /dev/urandom >"$HA/$f"; done
+chown -R "$A:$A" "$HA"
+chmod 0755 "$HA"
+chmod 0600 "$HA/secret" "$HA/notes" "$HA/diary"
+snapshot() { (cd "$HA" && for f in secret notes diary; do echo "$f $(stat -c '%a %u %s' "$f") $(sha256sum <"$f")"; done); }
+snapshot >"$WORK/victim.before"
+victim_ok() {
+  snapshot >"$WORK/victim.after"
+  cmp -s "$WORK/victim.before" "$WORK/victim.after" || { diff "$WORK/victim.before" "$WORK/victim.after" >&2; fail "$1: A's own files changed"; }
+}
+
+# as UID CMD...: CMD as that uid, primary group G (C: its own group), umask 077
+as() {
+  local uid=$1 gid=$G; shift
+  [ "$uid" != "$C" ] || gid=$C
+  setpriv --reuid="$uid" --regid="$gid" --clear-groups env HOME="$WORK/home" bash -c 'umask 077; exec "$@"' as "$@"
+}
+# A's helper, stdout+stderr to $WORK/out, $WORK/err; exit status in $st
+runA() { set +e; as "$A" "$HFS3_BIN" "$@" >"$WORK/out" 2>"$WORK/err"; st=$?; set -e; }
+# refused WHAT WORDS: A's last command failed with exit 1 and one line on stderr holding WORDS
+refused() {
+  [ "$st" = 1 ] || { cat "$WORK/out" "$WORK/err" >&2; fail "$1: exit $st, expected 1"; }
+  one_line "$WORK/err"
+  grep -q -- "$2" "$WORK/err" || { cat "$WORK/err" >&2; fail "$1: message lacks '$2'"; }
+  grep -q AddressSanitizer "$WORK/err" && fail "$1: sanitizer report"
+  ok "$1: refused: $(cat "$WORK/err")"
+}
+succeeded() {
+  [ "$st" = 0 ] || { cat "$WORK/out" "$WORK/err" >&2; fail "$1: exit $st"; }
+}
+# the blob of FILE in cache DIR is the real content
+real_blob() { cmp -s "$1/blobs/$(blob_of "$WORK/m/$2")" "$WORK/m/$2" || fail "blob of $2 in $1 is not the real content"; }
+
+# A fresh shared cache as an init container makes it (root: group G, 3770, its subdirectories by a root run)
+new_shared() {
+  S=$WORK/shared.$1
+  mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"
+  HFS3_CACHE_DIR=$S "$HFS3_BIN" _index "$R" || fail "root _index in $S"
+  export HFS3_CACHE_DIR=$S
+}
+
+# ---- the cache directory itself and its path ----
+mkdir "$WORK/bcache"; chown "$B:$G" "$WORK/bcache"; chmod 0755 "$WORK/bcache"
+as "$B" mkdir -p "$WORK/bcache/mounts/$K"
+printf '{"forged": true}\n' | as "$B" tee "$WORK/bcache/mounts/$K/manifest.json" >/dev/null
+HFS3_CACHE_DIR=$WORK/bcache runA _get "$R" config.json
+refused "a cache directory owned by B (0755)" "belongs to uid $B"
+HFS3_CACHE_DIR=$WORK/bcache runA fetch "$R"
+refused "fetch into B's cache" "belongs to uid $B"
+[ "$(stat -c %u "$WORK/bcache/mounts/$K/manifest.json")" = "$B" ] && [ ! -e "$WORK/bcache/blobs" ] || fail "A wrote into B's cache"
+
+mkdir "$WORK/pub"; chmod 1777 "$WORK/pub"
+as "$B" mkdir -m 0755 "$WORK/pub/cache"
+HFS3_CACHE_DIR=$WORK/pub/cache runA _index "$R"
+refused "B's cache directory in a 1777 parent" "belongs to uid $B"
+as "$B" mkdir -m 2770 "$WORK/pub/scache"
+HFS3_CACHE_DIR=$WORK/pub/scache runA _index "$R"
+refused "a 'shared' cache of B's (setgid, g+w) in a 1777 parent" "belongs to uid $B"
+
+mkdir -p "$HA/realcache"; chown "$A:$A" "$HA/realcache"; chmod 0700 "$HA/realcache"
+as "$B" ln -s "$HA/realcache" "$WORK/pub/link"
+HFS3_CACHE_DIR=$WORK/pub/link runA _index "$R"
+refused "a cache reached through B's symlink" "symlink $WORK/pub/link owned by uid $B"
+HFS3_CACHE_DIR=$WORK/pub/link/sub runA _index "$R"
+refused "a cache below B's symlink" "owned by uid $B"
+
+mkdir -m 0777 "$WORK/open"; chmod 0777 "$WORK/open"
+mkdir "$WORK/open/cache"; chown "$A:$A" "$WORK/open/cache"; chmod 0700 "$WORK/open/cache"
+HFS3_CACHE_DIR=$WORK/open/cache runA _index "$R"
+refused "a cache in a parent writable by others without sticky" "writable by others without the sticky bit"
+mkdir "$WORK/bdir"; chown "$B:$G" "$WORK/bdir"; chmod 0755 "$WORK/bdir"
+mkdir "$WORK/bdir/cache"; chown "$A:$A" "$WORK/bdir/cache"
+HFS3_CACHE_DIR=$WORK/bdir/cache runA _index "$R"
+refused "a cache in a parent owned by B" "owned by uid $B"
+mkdir "$WORK/rootshared"; chgrp "$G" "$WORK/rootshared"; chmod 02770 "$WORK/rootshared"
+HFS3_CACHE_DIR=$WORK/rootshared runA _index "$R"
+refused "a root-owned shared cache without the sticky bit" "chmod 3770"
+victim_ok "cache directory attacks"
+
+# ---- A's private cache: nobody else can write it, but files another user left there are refused ----
+P=$HA/.cache/hfs3
+HFS3_CACHE_DIR=$P runA _get "$R" config.json
+succeeded "A's private cache"
+real_blob "$P" config.json
+[ "$(stat -c '%u %a' "$P")" = "$A 700" ] || fail "private cache mode $(stat -c '%u %a' "$P")"
+chown "$B" "$P/mounts/$K/manifest.json"     # as root or an old version might have left it
+HFS3_CACHE_DIR=$P runA _get "$R" tokenizer.json
+refused "a file of B's in A's private cache" "manifest.json belongs to uid $B"
+chown "$A" "$P/mounts/$K/manifest.json"
+chown "$B" "$P/tmp"
+HFS3_CACHE_DIR=$P runA _get "$R" tokenizer.json
+refused "a directory of B's in A's private cache" "belongs to uid $B, not to you"
+chown "$A" "$P/tmp"
+victim_ok "private cache"
+
+# ---- the shared cache: B (a member) plants, then A uses it ----
+new_shared lock
+as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
+runA _get "$R" config.json
+refused "locks/<sha>.lock a symlink to A's file" "is a symlink"
+victim_ok "symlinked lock"
+[ ! -e "$S/blobs/$cfg" ] || fail "fetched through a refused lock"
+as "$B" rm "$S/locks/$cfg.lock"
+as "$B" mkfifo -m 0660 "$S/locks/$cfg.lock"
+set +e; timeout 20 setpriv --reuid="$A" --regid="$G" --clear-groups "$HFS3_BIN" _get "$R" config.json >"$WORK/out" 2>"$WORK/err"; st=$?; set -e
+refused "locks/<sha>.lock a FIFO (no hang)" "not a regular file"
+as "$B" rm "$S/locks/$cfg.lock"
+as "$B" bash -c "umask 027; : >'$S/locks/$cfg.lock'"
+runA _get "$R" config.json
+succeeded "another member's lock file"
+[ "$(stat -c '%u %a' "$S/locks/$cfg.lock")" = "$B 640" ] || fail "B's lock file was changed: $(stat -c '%u %a' "$S/locks/$cfg.lock")"
+real_blob "$S" config.json
+ok "another member's lock file (0640) is flocked as it is, never chmod-ed"
+as "$B" bash -c "umask 022; : >'$S/locks/$tok.lock'"
+chgrp "$B" "$S/locks/$tok.lock"   # B's own group, not the cache's (readable by A: the rule refuses it, not EACCES)
+runA _get "$R" tokenizer.json
+refused "a lock file of B's outside the cache's group" "belongs to uid $B"
+victim_ok "lock files"
+# the mount's own lock, its error file and a blob's .err: symlinks of B's are refused or replaced, never followed
+as "$B" ln -sf "$HA/secret" "$S/mounts/$K/lock"
+runA _index "$R"
+refused "mounts/K/lock a symlink to A's file" "lock is a symlink"
+as "$B" rm "$S/mounts/$K/lock"
+as "$B" ln -sf "$HA/notes" "$S/mounts/$K/error"
+touch -d 2001-01-01 "$S/mounts/$K/index"
+runA _index "$R"
+succeeded "_index with mounts/K/error a symlink"
+[ ! -L "$S/mounts/$K/error" ] || fail "the symlinked error file was kept"
+as "$B" ln -s "$HA/diary" "$S/fails/$cfg.err"
+rm -f "$S/blobs/$cfg"
+HFS3_OFFLINE=1 runA _get "$R" config.json
+refused "a failed _get with fails/<sha>.err a symlink of B's (sticky: not replaced)" "HFS3_OFFLINE=1"
+victim_ok "mount lock, error and .err symlinks"
+
+# hard links to A's file: protected_hardlinks stops B; root makes the same links (what B could do with
+# protected_hardlinks=0) to test A's side without touching the system setting
+echo "protected_hardlinks=$(cat /proc/sys/fs/protected_hardlinks 2>/dev/null || echo '?')"
+if as "$B" ln "$HA/secret" "$S/locks/x.lock" 2>/dev/null; then ok "note: B could hard-link A's file (protected_hardlinks off)"
+else ok "B cannot hard-link A's 0600 file (protected_hardlinks); root makes the links instead"; fi
+new_shared hardlink
+ln "$HA/secret" "$S/locks/$cfg.lock"
+ln "$HA/notes" "$S/tmp/$big.part"
+ln "$HA/diary" "$S/tmp/$big.done"
+runA _get "$R" config.json
+succeeded "hard-linked lock file"
+runA _get "$R" model.safetensors
+succeeded "hard-linked .part and .done"
+real_blob "$S" config.json; real_blob "$S" model.safetensors
+victim_ok "hard links to A's files as lock, .part and .done"
+[ "$(stat -c %a "$HA/secret")" = 600 ] || fail "mode of A's file"
+ok "hard links to A's files in locks/ and tmp/: flocked or left alone, never chmod-ed, truncated or written"
+ln "$HA/notes" "$S/blobs/$tok"
+runA _get "$R" tokenizer.json
+succeeded "a hard link to A's file as a blob is removed and the real one fetched"
+real_blob "$S" tokenizer.json
+victim_ok "hard-linked blob"
+
+# symlinks planted as temp names (.part, .done, for an empty and a large file) and index temp names
+new_shared tmp
+as "$B" ln -s "$HA/secret" "$S/tmp/$empty.part"
+as "$B" ln -s "$HA/notes" "$S/tmp/$big.part"
+as "$B" ln -s "$HA/diary" "$S/tmp/$big.done"
+for i in $(seq 0 15); do as "$B" ln -s "$HA/secret" "$S/tmp/$big.000000000000000$(printf %x "$i").part"; done
+runA _get "$R" sub/empty.txt
+succeeded "empty file with tmp/<sha>.part a symlink"
+runA _get "$R" model.safetensors
+succeeded "large file with .part/.done symlinks"
+for b in "$empty" "$big"; do
+  [ -f "$S/blobs/$b" ] && [ ! -L "$S/blobs/$b" ] || fail "blobs/$b is not a regular file"
+  [ "$(stat -c '%u %a' "$S/blobs/$b")" = "$A 440" ] || fail "blobs/$b: $(stat -c '%u %a' "$S/blobs/$b")"
+done
+real_blob "$S" sub/empty.txt; real_blob "$S" model.safetensors
+victim_ok "symlinked temp names"
+ok "symlinks planted as tmp/<sha>.part, .done and guessed random names: never followed"
+pid=$(sh -c 'echo $$')
+for i in $(seq "$pid" $((pid + 300))); do ln -s "$HA/notes" "$S/mounts/$K/index.tmp.$i" 2>/dev/null || true; done
+chown -h "$B:$G" "$S/mounts/$K"/index.tmp.* 2>/dev/null || true
+touch -d 2001-01-01 "$S/mounts/$K/index"
+runA _index "$R"
+succeeded "_index with index.tmp.<pid> symlinks planted"
+[ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] || fail "index not replaced by A"
+victim_ok "index temp names"
+ok "mounts/K/index.tmp.<pid> symlinks for the next 300 pids: not followed"
+# a forged index of B's (the shim maps it; the helper never reads it): the next _index installs A's own
+as "$B" bash -c "umask 027; head -c 4096 /dev/urandom >'$S/mounts/$K/index.new' && mv -f '$S/mounts/$K/index.new' '$S/mounts/$K/index'"
+cp "$S/mounts/$K/index" "$WORK/forged.index"
+touch -d 2001-01-01 "$S/mounts/$K/index"
+runA _index "$R"
+succeeded "_index after B forged the index"
+[ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] && ! cmp -s "$S/mounts/$K/index" "$WORK/forged.index" || fail "B's forged index kept"
+ok "B's forged index is replaced by A's next _index (a 304 reinstalls it from the manifest)"
+runA fetch "$R"
+succeeded "A's fetch of the whole model after all of B's plants in tmp/ and mounts/"
+for f in config.json tokenizer.json model.safetensors sub/empty.txt; do real_blob "$S" "$f"; done
+victim_ok "whole fetch"
+
+# blobs: B cannot replace A's blob (sticky); B's forged blob planted in advance is refused when its size
+# is wrong, and under HFS3_VERIFY_FOREIGN=1 when only its bytes are
+runA _get "$R" config.json; succeeded "A fetches config.json"
+runA _get "$R" tokenizer.json; succeeded "A fetches tokenizer.json"
+as "$B" bash -c "printf forged >'$S/blobs/x'"
+if as "$B" mv -f "$S/blobs/x" "$S/blobs/$cfg" 2>/dev/null; then fail "B replaced A's blob"; fi
+if as "$B" rm -f "$S/blobs/$tok" 2>/dev/null && [ ! -e "$S/blobs/$tok" ]; then fail "B removed A's blob"; fi
+real_blob "$S" config.json
+ok "blobs/ is sticky: B can neither replace nor remove A's blobs"
+new_shared blobs
+as "$B" bash -c "umask 027; printf 'short' >'$S/blobs/$cfg'"
+runA _get "$R" config.json
+refused "B's blob of the wrong size" "the manifest says"
+size=$(stat -c %s "$WORK/m/tokenizer.json")
+as "$B" bash -c "umask 027; head -c $size /dev/zero >'$S/blobs/$tok'"
+HFS3_VERIFY_FOREIGN=1 runA _get "$R" tokenizer.json
+refused "B's forged blob of the right size, HFS3_VERIFY_FOREIGN=1" "does not match its sha256"
+grep -q "does not match" "$S/fails/$tok.err" || fail "fails/<sha>.err not written"
+as "$B" bash -c "umask 027; cp '$WORK/m/model.safetensors' '$S/blobs/$big'"
+HFS3_VERIFY_FOREIGN=1 runA _get "$R" model.safetensors
+succeeded "B's genuine blob, re-hashed under HFS3_VERIFY_FOREIGN=1"
+as "$B" ln -s "$HA/secret" "$S/blobs/$empty"
+runA _get "$R" sub/empty.txt
+refused "blobs/<sha> a symlink of B's" "is a symlink"
+victim_ok "blobs"
+
+# a forged manifest.json (and index) of B's: a member is trusted for content by default; with
+# HFS3_VERIFY_FOREIGN=1 A fetches its own manifest and never follows the forged one
+new_shared manifest
+plant_manifest() {
+  as "$B" bash -c "umask 022; cat '$WORK/forged.json' >'$S/mounts/$K/manifest.json.new' && mv -f '$S/mounts/$K/manifest.json.new' '$S/mounts/$K/manifest.json'"
+}
+as "$B" bash -c "umask 027; printf 'forged bytes' >'$S/blobs/$(printf 'forged bytes' | sha256sum | cut -d' ' -f1)'"
+python3 - "$S/mounts/$K/manifest.json" "$(printf 'forged bytes' | sha256sum | cut -d' ' -f1)" >"$WORK/forged.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for e in m["entries"]:
+    if e["path"] == "config.json":
+        e["sha256"], e["size"] = sys.argv[2], 12
+print(json.dumps(m))
+PY
+plant_manifest
+HFS3_VERIFY_FOREIGN=1 runA _get "$R" config.json
+succeeded "_get with B's forged manifest.json, HFS3_VERIFY_FOREIGN=1"
+real_blob "$S" config.json
+[ "$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A" ] || fail "A did not fetch its own manifest"
+grep -q "$cfg" "$S/mounts/$K/manifest.json" || fail "A's manifest is not the real one"
+ok "B's forged manifest.json is replaced by A's own under HFS3_VERIFY_FOREIGN=1"
+plant_manifest
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+succeeded "_index with B's forged manifest.json, HFS3_VERIFY_FOREIGN=1"
+[ "$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A" ] && [ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] || fail "_index kept B's files"
+plant_manifest
+as "$B" chgrp "$B" "$S/mounts/$K/manifest.json" 2>/dev/null || chgrp "$B" "$S/mounts/$K/manifest.json"
+runA _get "$R" config.json
+refused "B's manifest.json outside the cache's group" "manifest.json belongs to uid $B"
+as "$B" ln -sf "$HA/secret" "$S/mounts/$K/manifest.json"
+runA _get "$R" config.json
+refused "mounts/K/manifest.json a symlink to A's file" "is a symlink"
+victim_ok "forged manifest"
+
+# a non-member (C) can write nothing anywhere in the shared cache
+for d in . blobs tmp locks fails mounts "mounts/$K"; do
+  if as "$C" bash -c ": >'$S/$d/c-was-here'" 2>/dev/null; then fail "non-member C wrote into $d"; fi
+done
+ok "non-member C cannot create anything in the shared cache"
+
+if [ "${T_CACHE_ATTACKS_SHIM:-0}" = 1 ]; then
+  # ---- shim-side cases (the shim engineer's): A's cat through the shim after B's plants ----
+  new_shared shim
+  as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
+  set +e
+  setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+    HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+  set -e
+  victim_ok "shim: symlinked lock"
+  ok "shim: cat with a symlinked lock: $(head -1 "$WORK/shim.err")"
+fi
+echo "all ok"
