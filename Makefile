@@ -42,7 +42,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e demo bench fuzz install clean deps FORCE
+.PHONY: all test unit e2e demo bench fuzz mutate install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -134,6 +134,12 @@ bench: deps
 # Coverage-guided fuzzing of the parsers (clang + libFuzzer); FUZZ_SECONDS per target. Not part of `make test`.
 fuzz:
 	@BUILD=$(BUILD) bash tests/fuzz/run.sh
+
+# Mutation testing: every deliberate bug in tests/mutate/mutations.txt must fail the tests named for it (a scratch
+# copy of the tree, its own build). Prints a table and the kill rate. Not part of `make test`.
+# MUTATE_ARGS: --only ID[,ID] (some mutations), --no-full, --keep, --readme README.md (write the table there).
+mutate:
+	@python3 tests/mutate/mutate.py $(MUTATE_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/man/man1 \

@@ -492,6 +492,46 @@ static const char *detect_layout(build_state *st)
     return blobs && snaps && refs ? "hf-cache" : "flat";
 }
 
+/* The manifest of the items (every sha256 and link target known by now) and the directory markers. Pure: no I/O.
+ * On success *out is the caller's. A document readers would reject is a problem line and -EINVAL. */
+static int make_manifest(build_state *st, const char *layout, const char *revision, hfs3_manifest **out)
+{
+    *out = NULL;
+    hfs3_manifest *m = hfs3_manifest_new(layout, revision);
+    if (!m)
+        return hfs3_err(-ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t d = 0; rc == 0 && d < st->ndirs; d++) {
+        hfs3_entry e = {.path = st->dirs[d], .type = HFS3_DIR};
+        rc = hfs3_manifest_add(m, &e);
+    }
+    for (size_t i = 0; rc == 0 && i < st->n; i++) {
+        item *it = &st->items[i];
+        hfs3_entry e = {.path = it->rel};
+        if (it->is_link) {
+            e.type = HFS3_SYMLINK;
+            e.target = it->target;
+        } else {
+            e.type = HFS3_FILE;
+            e.size = it->size;
+            memcpy(e.sha256, it->sha256, 65);
+            e.etag = it->etag;
+            e.mtime = it->mtime;
+        }
+        rc = hfs3_manifest_add(m, &e);
+    }
+    if (rc == 0 && (rc = hfs3_manifest_finish(m)) < 0) {
+        jobs_problem(st->problems, "%s: the manifest would be rejected by readers: %s", st->r->spec, hfs3_errmsg());
+        rc = -EINVAL;
+    }
+    if (rc < 0) {
+        hfs3_manifest_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
 int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **out, hfs3_buf *problems,
                hfs3_build_stats *stats)
 {
@@ -618,37 +658,8 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
     stats->from_s3 = nremote;
     stats->bytes_hashed += pr.total;
 
-    m = hfs3_manifest_new(layout, revision);
-    if (!m) {
-        rc = hfs3_err(-ENOMEM, "out of memory");
+    if ((rc = make_manifest(&st, layout, revision, &m)) < 0)
         goto done;
-    }
-    for (size_t d = 0; rc == 0 && d < st.ndirs; d++) {
-        hfs3_entry e = {.path = st.dirs[d], .type = HFS3_DIR};
-        rc = hfs3_manifest_add(m, &e);
-    }
-    for (size_t i = 0; rc == 0 && i < st.n; i++) {
-        item *it = &st.items[i];
-        hfs3_entry e = {.path = it->rel};
-        if (it->is_link) {
-            e.type = HFS3_SYMLINK;
-            e.target = it->target;
-        } else {
-            e.type = HFS3_FILE;
-            e.size = it->size;
-            memcpy(e.sha256, it->sha256, 65);
-            e.etag = it->etag;
-            e.mtime = it->mtime;
-        }
-        rc = hfs3_manifest_add(m, &e);
-    }
-    if (rc < 0)
-        goto done;
-    if ((rc = hfs3_manifest_finish(m)) < 0) {
-        jobs_problem(problems, "%s: the manifest would be rejected by readers: %s", r->spec, hfs3_errmsg());
-        rc = -EINVAL;
-        goto done;
-    }
     *out = m;
     m = NULL;
 done:

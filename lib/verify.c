@@ -40,6 +40,48 @@ static int verify_job(void *ud, size_t i, hfs3_s3 *c)
     return 0; /* one bad object must not stop the others from being checked */
 }
 
+/* Compares manifest entry e (a file or symlink) with its object obj from the listing (NULL: not listed), key
+ * its object key. 0 when they agree as far as a listing can tell; otherwise appends one line naming the
+ * entry, the key and the difference (missing, size, link body length, ETag) and returns 1. */
+static int check_listed(const hfs3_remote *r, const hfs3_entry *e, const char *key, const hfs3_s3_object *obj,
+                        hfs3_buf *problems)
+{
+    if (!obj) {
+        jobs_problem(problems, "%s: %s: key %s is missing", r->spec, e->path, key);
+        return 1;
+    }
+    if (e->type == HFS3_SYMLINK) {
+        if (obj->size != strlen(e->target)) {
+            jobs_problem(problems, "%s: %s: link object %s has %llu bytes, target \"%s\" has %zu", r->spec, e->path,
+                         key, (unsigned long long)obj->size, e->target, strlen(e->target));
+            return 1;
+        }
+        return 0;
+    }
+    if (obj->size != e->size) {
+        jobs_problem(problems, "%s: %s: key %s has %llu bytes, the manifest says %llu", r->spec, e->path, key,
+                     (unsigned long long)obj->size, (unsigned long long)e->size);
+        return 1;
+    }
+    if (e->etag && obj->etag && strcmp(e->etag, obj->etag)) {
+        jobs_problem(problems, "%s: %s: key %s has ETag %s, the manifest says %s (changed since the build)", r->spec,
+                     e->path, key, obj->etag, e->etag);
+        return 1;
+    }
+    return 0;
+}
+
+/* --deep: the sha256 got (64 hex) of file e's object key against the manifest's. 0, or 1 with a line appended. */
+static int check_hash(const hfs3_remote *r, const hfs3_entry *e, const char *key, const char *got, hfs3_buf *problems)
+{
+    if (strcmp(got, e->sha256)) {
+        jobs_problem(problems, "%s: %s: sha256 of key %s is %s, the manifest says %s", r->spec, e->path, key, got,
+                     e->sha256);
+        return 1;
+    }
+    return 0;
+}
+
 int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hfs3_build_opts *o,
                 hfs3_buf *problems, size_t *checked)
 {
@@ -87,24 +129,9 @@ int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hf
         const hfs3_s3_object *obj = hit ? &list.v[hit->index] : NULL;
         if (checked)
             (*checked)++;
-        if (!obj) {
-            jobs_problem(problems, "%s: %s: key %s is missing", r->spec, e->path, key);
+        if (check_listed(r, e, key, obj, problems)) {
             bad++;
-        } else if (e->type == HFS3_SYMLINK) {
-            if (obj->size != strlen(e->target)) {
-                jobs_problem(problems, "%s: %s: link object %s has %llu bytes, target \"%s\" has %zu", r->spec,
-                        e->path, key, (unsigned long long)obj->size, e->target, strlen(e->target));
-                bad++;
-            }
-        } else if (obj->size != e->size) {
-            jobs_problem(problems, "%s: %s: key %s has %llu bytes, the manifest says %llu", r->spec, e->path, key,
-                    (unsigned long long)obj->size, (unsigned long long)e->size);
-            bad++;
-        } else if (e->etag && obj->etag && strcmp(e->etag, obj->etag)) {
-            jobs_problem(problems, "%s: %s: key %s has ETag %s, the manifest says %s (changed since the build)",
-                    r->spec, e->path, key, obj->etag, e->etag);
-            bad++;
-        } else if (deep) {
+        } else if (deep && e->type == HFS3_FILE) {
             v.files[nfiles] = e;
             v.keys[nfiles++] = key;
             key = NULL;
@@ -127,10 +154,8 @@ int hfs3_verify(const hfs3_remote *r, const hfs3_manifest *m, int deep, const hf
             if (v.failed[i]) {
                 jobs_problem(problems, "%s: %s: %s", r->spec, v.files[i]->path, v.errors[i] ? v.errors[i] : "failed");
                 bad++;
-            } else if (strcmp(v.got[i], v.files[i]->sha256)) {
-                jobs_problem(problems, "%s: %s: sha256 of key %s is %s, the manifest says %s", r->spec, v.files[i]->path,
-                        v.keys[i], v.got[i], v.files[i]->sha256);
-                bad++;
+            } else {
+                bad += (size_t)check_hash(r, v.files[i], v.keys[i], v.got[i], problems);
             }
         }
         for (size_t i = 0; v.errors && i < nfiles; i++)

@@ -16,7 +16,13 @@ quirks=" t_s3_client t_manifest_flat "
 names=()
 for t in tests/e2e/t_*.sh; do
   name=$(basename "$t" .sh)
-  if [ -n "${E2E_ONLY:-}" ] && [[ "$name" != *$E2E_ONLY* ]]; then continue; fi
+  if [ -n "${E2E_ONLY:-}" ]; then
+    hit=0
+    for w in ${E2E_ONLY//,/ }; do
+      if [ -n "${E2E_EXACT:-}" ]; then [ "$name" = "$w" ] && hit=1; else [[ "$name" == *"$w"* ]] && hit=1; fi
+    done
+    [ $hit = 1 ] || continue
+  fi
   [[ "$quirks" == *" $name "* ]] && continue
   grep -qE 's3env_start|shared_setup' "$t" || continue
   grep -qE 'S3_SERVER=node|rgwenv_start' "$t" && continue
@@ -24,6 +30,6 @@ for t in tests/e2e/t_*.sh; do
 done
 if [ "${#names[@]}" -eq 0 ]; then echo "e2e (rgw): no test to repeat"; exit 0; fi
 echo "e2e (rgw): ${#names[@]} tests against Ceph RGW"
-pattern=$(IFS='|'; echo "@(${names[*]})")
-S3_SERVER=rgw E2E_ONLY="$pattern" bash tests/e2e/run.sh | sed 's/^/rgw: /'
+list=$(IFS=','; echo "${names[*]}")
+S3_SERVER=rgw E2E_ONLY="$list" E2E_EXACT=1 bash tests/e2e/run.sh | sed 's/^/rgw: /'
 exit "${PIPESTATUS[0]}"

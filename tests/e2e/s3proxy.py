@@ -2,7 +2,8 @@
 """s3proxy.py - the HTTP reverse proxy of the end-to-end tests: counts, slows and breaks (stdlib only).
 
     s3proxy.py --target 127.0.0.1:PORT --log FILE [--rate BYTES_PER_SECOND] [--fail-first N]
-               [--cut-first M --cut-after K] [--match SUBSTR] [--enforce-if-match]
+               [--cut-first M --cut-after K] [--hang-first H] [--match SUBSTR] [--enforce-if-match]
+               [--headers-log FILE]
 
 Listens on 127.0.0.1, port 0 (the kernel picks), prints "port N" on stdout once it listens, and forwards
 every request to the target unchanged (same method, path, headers including Host, body), so SigV4
@@ -14,16 +15,22 @@ signatures made for the proxy's address still verify at the server. Response bod
 Faults, applied in arrival order to requests whose path contains SUBSTR (all requests by default):
   --fail-first N   the first N such requests get 503 SlowDown (S3's XML error body), never forwarded;
   --cut-first M    the first M such GETs answered with a body get the full headers (Content-Length of the
-  --cut-after K    whole body) but only K body bytes, then the connection is closed.
+  --cut-after K    whole body) but only K body bytes, then the connection is closed;
+  --hang-first H   the first H such requests are read and never answered (the client times out).
+  --headers-log F  each request also appends one JSON line to F: {"n", "method", "path" (raw, as sent),
+                   "headers": [[name, value], ...] in the order received, "status"} -- so a test can check
+                   what lib/s3.c really sends (signed headers, If-None-Match, x-amz-security-token). It holds
+                   the session token: tests read it, never print it.
 The log is emptied at start; each request appends one line to it once its response is over:
   "<n> <METHOD> <path> range=<Range or -> <action> <status> conn=<client port> bytes=<body bytes sent>
    if-match=<If-Match or ->"
-(on one line). n counts requests in arrival order; action is forwarded, 503-injected, 412-injected or
+(on one line). n counts requests in arrival order; action is forwarded, 503-injected, 412-injected, hung or
 cut-after-K; a client that reuses its connection shows one conn= port for many requests; a response cut
 short because the client went away logs the bytes it did send.
 """
 import argparse
 import http.client
+import json
 import http.server
 import socket
 import sys
@@ -46,6 +53,7 @@ class State:
         self.n = 0
         self.failed = 0
         self.cut = 0
+        self.hung = 0
 
     def log(self, line):
         with self.lock:
@@ -63,6 +71,12 @@ def make_handler(st):
             pass
 
         def note(self, n, action, status, sent):
+            if a.headers_log:
+                rec = {"n": n, "method": self.command, "path": self.path,
+                       "headers": [[k, v] for k, v in self.headers.items()], "status": status}
+                with st.lock:
+                    with open(a.headers_log, "a") as f:
+                        f.write(json.dumps(rec) + "\n")
             st.log("%d %s %s range=%s %s %d conn=%d bytes=%d if-match=%s" % (
                 n, self.command, self.path, self.headers.get("Range") or "-", action, status,
                 self.client_address[1], sent, self.headers.get("If-Match") or "-"))
@@ -107,6 +121,20 @@ def make_handler(st):
                 fail = matched and st.failed < a.fail_first
                 if fail:
                     st.failed += 1
+                hang = not fail and matched and st.hung < a.hang_first
+                if hang:
+                    st.hung += 1
+            if hang:
+                # never answer: wait until the client gives up and closes its end
+                self.close_connection = True
+                try:
+                    self.connection.settimeout(300)
+                    while self.connection.recv(4096):
+                        pass
+                except OSError:
+                    pass
+                self.note(n, "hung", 0, 0)
+                return
             if fail:
                 self.reply_error(503, "Slow Down", SLOWDOWN)
                 self.note(n, "503-injected", 503, len(SLOWDOWN))
@@ -183,12 +211,16 @@ def main():
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--cut-first", type=int, default=0)
     p.add_argument("--cut-after", type=int, default=0)
+    p.add_argument("--hang-first", type=int, default=0)
+    p.add_argument("--headers-log", default="")
     p.add_argument("--match", default="")
     p.add_argument("--enforce-if-match", action="store_true")
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)
     open(a.log, "w").close()
+    if a.headers_log:
+        open(a.headers_log, "w").close()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(State(a)))
     srv.daemon_threads = True
     print("port %d" % srv.server_address[1], flush=True)

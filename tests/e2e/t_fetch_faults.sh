@@ -32,7 +32,7 @@ if mount -t tmpfs -o size=8m tmpfs "$small" 2>"$WORK/mount.err"; then
   ok "disk full: $(grep 'No space' "$WORK/err")"
   umount "$small"
 else
-  echo "skip: cannot mount a tmpfs here ($(cat "$WORK/mount.err")): disk-full case not run"
+  echo "SKIP disk-full: cannot mount a tmpfs here ($(cat "$WORK/mount.err")): the disk-full case did not run"
 fi
 
 # m2: the same model with a manifest without ETags (so only the sha256 check can catch a change)

@@ -8,7 +8,7 @@ source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
-  echo "skip: needs root and setpriv"; exit 0
+  echo "SKIP not-root: needs root and setpriv"; exit 77
 fi
 shared_setup
 

@@ -15,24 +15,27 @@ ok "build: $(cat "$WORK/sum")"
 $H show --json $R >"$WORK/m.json"
 python3 - "$WORK/m.json" "$WORK/repo" <<'PY'
 import hashlib, json, os, sys
+def check(cond, what):  # explicit: an assert would vanish under python -O / PYTHONOPTIMIZE
+    if not cond:
+        sys.exit(f"not ok: {what}")
 m = json.load(open(sys.argv[1])); root = sys.argv[2]
-assert m["layout"] == "hf-cache"
-assert m["revision"] == open(os.path.join(root, "refs/main")).read().strip()
+check(m["layout"] == "hf-cache", 'm["layout"] == "hf-cache"')
+check(m["revision"] == open(os.path.join(root, "refs/main")).read().strip(), 'm["revision"] == open(os.path.join(root, "refs/main")).read().strip()')
 seen = set()
 for e in m["entries"]:
     p = os.path.join(root, e["path"]); seen.add(e["path"])
     if e["type"] == "symlink":
-        assert os.path.islink(p) and os.readlink(p) == e["target"], e
+        check(os.path.islink(p) and os.readlink(p) == e["target"], e)
     elif e["type"] == "file":
         data = open(p, "rb").read()
-        assert e["sha256"] == hashlib.sha256(data).hexdigest() and e["size"] == len(data), e
+        check(e["sha256"] == hashlib.sha256(data).hexdigest() and e["size"] == len(data), e)
     else:
-        assert os.path.isdir(p) and not os.path.islink(p), e
+        check(os.path.isdir(p) and not os.path.islink(p), e)
 want = set()
 for d, dirs, files in os.walk(root):
     for n in dirs + files:
         want.add(os.path.relpath(os.path.join(d, n), root))
-assert seen == want, (seen ^ want)
+check(seen == want, seen ^ want)
 print("ok: hf-cache entries, targets and sha256 match the local tree")
 PY
 $H build --local "$WORK/repo" -o - $R 2>/dev/null | cmp - "$WORK/m.json" || fail "--local differs"

@@ -8,12 +8,12 @@ source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
-  echo "skip: needs root and setpriv"; exit 0
+  echo "SKIP not-root: needs root and setpriv"; exit 77
 fi
 if [ ! -c /dev/null ] && [ -z "${T_SHIM_SHARED_NS:-}" ]; then
   # Some sandboxes have a root-owned regular file for /dev/null: another user cannot open it, and the shim
   # gives the helper /dev/null. Run in a private mount namespace with a file anyone can write bound over it.
-  unshare -m true 2>/dev/null || { echo "skip: /dev/null is not a device and unshare -m fails"; exit 0; }
+  unshare -m true 2>/dev/null || { echo "SKIP no-devnull: /dev/null is not a device and unshare -m fails"; exit 77; }
   : >"$WORK/devnull"
   chmod 0666 "$WORK/devnull"
   T_SHIM_SHARED_NS=1 exec unshare -m --propagation private \

@@ -1,10 +1,26 @@
-/* test_s3.c - the parts of s3.c that need no server: addressing, key encoding, argument checks.
+/* test_s3.c - the parts of s3.c that need no server: addressing, key encoding, argument checks, and the
+ * retry backoff (against a port nobody listens on, with nanosleep replaced to record what was asked).
  * Requests against the real server are in tests/e2e/t_s3_client.sh. */
 #include "harness.h"
 #include "hfs3/s3.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* This program's nanosleep: s3.c's backoff calls it (libcurl does not), so each retry's pause is recorded
+ * instead of waited: the test checks what was asked for, never how long anything took. */
+#define MAX_SLEEPS 64
+static long slept_ms[MAX_SLEEPS];
+static int nslept;
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    (void)rem;
+    if (nslept < MAX_SLEEPS)
+        slept_ms[nslept] = (long)req->tv_sec * 1000 + req->tv_nsec / 1000000;
+    nslept++;
+    return 0;
+}
 
 static hfs3_remote remote(const char *endpoint, int path_style)
 {
@@ -96,10 +112,82 @@ static void empty_range(void)
     hfs3_s3_free(c);
 }
 
+/* Full-jitter exponential backoff: before retry k (k = 0..4 for 6 attempts) a pause in [0, min(base * 2^k, 5 s)].
+ * Over 40 failed requests, each retry's largest pause must pass half its cap (a backoff that never grows, or
+ * never sleeps, fails; by chance once in 2^40), and none may exceed it. */
+static void backoff_grows(int base, int runs)
+{
+    hfs3_remote r = remote("http://127.0.0.1:1", 1);
+    hfs3_s3_opts o = {.max_retries = 5, .backoff_base_ms = base, .connect_timeout_ms = 2000};
+    long max[5] = {0}, total = 0;
+    int bad_count = 0, over_cap = 0;
+    /* one client for all the requests: its jitter generator is seeded once (from the time, the pid and its
+     * address, so clients made one after another in one second at one address would draw the same pauses) */
+    hfs3_s3 *c = NULL;
+    CHECK_EQ_INT(hfs3_s3_new(&r, &o, &c), 0);
+    if (!c)
+        return;
+    for (int run = 0; run < runs; run++) {
+        hfs3_buf b;
+        hfs3_buf_init(&b, 0);
+        nslept = 0;
+        int rc = hfs3_s3_get_buf(c, "k", 100, &b, NULL);
+        hfs3_buf_free(&b);
+        CHECK_EQ_INT(rc, -ECONNREFUSED);
+        if (run == 0)
+            CHECK(strstr(hfs3_errmsg(), "(after 6 attempts)") != NULL);
+        if (nslept != 5) {
+            bad_count++;
+            continue;
+        }
+        for (int k = 0; k < 5; k++) {
+            long cap = (long)base << k;
+            if (cap > 5000)
+                cap = 5000;
+            if (slept_ms[k] < 0 || slept_ms[k] > cap)
+                over_cap++;
+            if (slept_ms[k] > max[k])
+                max[k] = slept_ms[k];
+            total += slept_ms[k];
+        }
+    }
+    hfs3_s3_free(c);
+    CHECK_EQ_INT(bad_count, 0); /* one pause between each two of the 6 attempts */
+    CHECK_EQ_INT(over_cap, 0);
+    CHECK(total > 0);
+    for (int k = 0; k < 5; k++) {
+        long cap = (long)base << k;
+        if (cap > 5000)
+            cap = 5000;
+        if (max[k] <= cap / 2)
+            fprintf(stderr, "backoff base %d: retry %d paused at most %ld ms of %ld\n", base, k, max[k], cap);
+        CHECK(max[k] > cap / 2);
+    }
+}
+
+static void backoff(void)
+{
+    backoff_grows(100, 40);   /* caps 100, 200, 400, 800, 1600 ms */
+    backoff_grows(2000, 40);  /* caps 2000, 4000, then 5000 (the ceiling) */
+    /* no retries: one attempt, no pause */
+    hfs3_remote r = remote("http://127.0.0.1:1", 1);
+    hfs3_s3_opts o = {.max_retries = -1, .backoff_base_ms = 100};
+    hfs3_s3 *c = NULL;
+    CHECK_EQ_INT(hfs3_s3_new(&r, &o, &c), 0);
+    hfs3_s3_object ob;
+    nslept = 0;
+    CHECK_EQ_INT(hfs3_s3_head(c, "k", &ob), -ECONNREFUSED);
+    hfs3_s3_object_free(&ob);
+    CHECK_EQ_INT(nslept, 0);
+    CHECK(strstr(hfs3_errmsg(), "attempts") == NULL);
+    hfs3_s3_free(c);
+}
+
 int main(void)
 {
     TEST(addressing);
     TEST(bad_remotes);
     TEST(empty_range);
+    TEST(backoff);
     return t_done("test_s3");
 }

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""mutate.py - mutation testing of the suite (`make mutate`; not part of `make test`).
+
+    tests/mutate/mutate.py [--list FILE] [--only ID[,ID...]] [--no-full] [--keep] [--readme README.md]
+
+Each mutation in tests/mutate/mutations.txt is a deliberate bug: a file, the exact text it replaces (which must
+occur exactly once in that file), its replacement, and the tests expected to catch it. For each one, in a scratch
+copy of the work tree (tracked and untracked-not-ignored files, its own BUILD), the script applies it, builds what
+the named tests need, and runs only those tests (unit binaries plain; end-to-end tests with the plain helper).
+A mutation that survives its named tests is tried against the whole suite (unit + e2e; --no-full skips that).
+Statuses:
+  killed            a named test failed (the suite caught the bug)
+  killed-by-suite   the named tests passed, another test failed: the list names the wrong tests
+  survived          every test passed with the bug in: a hole in the suite
+  text-not-found    the file no longer holds the text (or holds it more than once): the entry is stale, fix it
+  no-build          the mutated tree does not compile: the entry is wrong, fix it
+The kill rate is (killed + killed-by-suite) / (those + survived); stale and broken entries are reported apart,
+never counted as killed. Prints a Markdown table; --readme FILE replaces the table between the
+"<!-- mutate:begin -->" and "<!-- mutate:end -->" lines of FILE. Exit status 0 when every runnable mutation
+was killed and no entry is stale or broken, else 1.
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_list(path):
+    """Blocks: '=== ID' line, 'file:', 'tests:', 'why:' lines, '--- old', text, '--- new', text, '--- end'."""
+    muts, cur, section = [], None, None
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        raw = line.rstrip("\n")
+        if section in ("old", "new"):
+            if raw in ("--- new", "--- end"):
+                cur[section] = "\n".join(cur[section + "_lines"])
+                section = "new" if raw == "--- new" else None
+                if section is None:
+                    muts.append(cur)
+                    cur = None
+            else:
+                cur[section + "_lines"].append(raw)
+            continue
+        if raw.startswith("=== "):
+            cur = {"id": raw[4:].strip(), "line": n, "old_lines": [], "new_lines": [], "tests": [], "why": ""}
+        elif cur is None or not raw.strip() or raw.startswith("#"):
+            continue
+        elif raw.startswith("file:"):
+            cur["file"] = raw[5:].strip()
+        elif raw.startswith("tests:"):
+            cur["tests"] = raw[6:].split()
+        elif raw.startswith("why:"):
+            cur["why"] = raw[4:].strip()
+        elif raw == "--- old":
+            section = "old"
+        else:
+            sys.exit(f"{path}:{n}: unexpected line: {raw}")
+    if cur is not None or section is not None:
+        sys.exit(f"{path}: last entry not closed with '--- end'")
+    ids = [m["id"] for m in muts]
+    for m in muts:
+        if not m.get("file") or not m["tests"] or not m["old"]:
+            sys.exit(f"{path}:{m['line']}: entry {m['id']} needs file:, tests: and an old text")
+        for t in m["tests"]:
+            if not (t.startswith("unit:") or t.startswith("e2e:")):
+                sys.exit(f"{path}:{m['line']}: test {t}: write unit:test_x or e2e:t_x")
+    if len(set(ids)) != len(ids):
+        sys.exit(f"{path}: duplicate ids")
+    return muts
+
+
+def run(cmd, cwd, env=None, log=None, timeout=1800):
+    e = dict(os.environ)
+    e.update(env or {})
+    out = subprocess.run(cmd, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    if log is not None:
+        with open(log, "ab") as f:
+            f.write(b"$ " + " ".join(cmd).encode() + b"\n" + out.stdout)
+    return out.returncode, out.stdout.decode(errors="replace")
+
+
+def scratch_copy():
+    """A copy of the work tree as it is now (tracked + untracked-not-ignored files), node_modules linked."""
+    d = tempfile.mkdtemp(prefix="hfs3-mutate.")
+    os.chmod(d, 0o755)  # the two-user tests run the helper from here as another user
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           stdout=subprocess.PIPE).stdout.decode().split("\0")
+    for f in files:
+        if not f or f == "node_modules" or f.startswith("node_modules/"):
+            continue
+        src, dst = os.path.join(ROOT, f), os.path.join(d, f)
+        if not os.path.lexists(src):
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), dst)
+        elif os.path.isfile(src):
+            shutil.copy2(src, dst)
+    os.makedirs(os.path.join(d, "tmp"), mode=0o755, exist_ok=True)
+    nm = os.path.join(ROOT, "node_modules")
+    if os.path.exists(nm):
+        os.symlink(os.path.realpath(nm), os.path.join(d, "node_modules"))
+    return d
+
+
+def targets(tree, tests):
+    """Make targets the tests need: unit binaries (plain), or everything the e2e tests run with the plain helper."""
+    t = []
+    if any(x.startswith("e2e:") for x in tests):
+        t.append("all")
+        for src in sorted(os.listdir(os.path.join(tree, "tests/tools"))):
+            if src.endswith(".c"):
+                t.append("build/tools/" + src[:-2])
+        for kind in ("plain", "lfs", "fort"):
+            for src in sorted(os.listdir(os.path.join(tree, "tests/probes"))):
+                if src.endswith(".c"):
+                    t.append(f"build/probes/{kind}/" + src[:-2])
+    for x in tests:
+        if x.startswith("unit:"):
+            t.append("build/tests/" + x[5:])
+    return t
+
+
+E2E_ENV = {"BUILD": "build", "E2E_PLAIN_HELPER": "1", "E2E_EXACT": "1"}
+
+
+class NoBuild(Exception):
+    pass
+
+
+def run_tests(tree, tests, log):
+    """Builds what each test needs and runs it, unit tests first; returns the first that failed, or None.
+    Raises NoBuild when the tree does not compile."""
+    units = [x for x in tests if x.startswith("unit:")]
+    e2e = [x for x in tests if x.startswith("e2e:")]
+    for group in (units, e2e):
+        if not group:
+            continue
+        rc, _ = run(["make", "-s", "BUILD=build"] + targets(tree, group), tree, log=log)
+        if rc != 0:
+            raise NoBuild()
+        for x in group:
+            if x.startswith("unit:"):
+                rc, _ = run(["build/tests/" + x[5:]], tree, log=log)
+            else:
+                # work dirs under the scratch tree: a killed mutation's kept work dir goes with it
+                rc, _ = run(["bash", "tests/e2e/run.sh"], tree, log=log,
+                            env=dict(E2E_ENV, E2E_ONLY=x[4:], TMPDIR=os.path.join(tree, "tmp")))
+            if rc != 0:
+                return x
+    return None
+
+
+def all_tests(tree):
+    units = sorted("unit:" + f[:-2] for f in os.listdir(os.path.join(tree, "tests/unit")) if f.startswith("test_") and f.endswith(".c"))
+    e2e = sorted("e2e:" + f[:-3] for f in os.listdir(os.path.join(tree, "tests/e2e")) if f.startswith("t_") and f.endswith(".sh"))
+    return units + e2e
+
+
+def table(results, secs):
+    rows = ["| mutation | file | bug | tests named | result |", "|---|---|---|---|---|"]
+    for m, status, by in results:
+        res = f"{status} by {by}" if by else status
+        rows.append(f"| `{m['id']}` | `{m['file']}` | {m['why']} | {' '.join(m['tests'])} | {res} |")
+    killed = sum(1 for _, s, _ in results if s.startswith("killed"))
+    survived = sum(1 for _, s, _ in results if s == "survived")
+    stale = sum(1 for _, s, _ in results if s == "text-not-found")
+    broken = sum(1 for _, s, _ in results if s == "no-build")
+    runnable = killed + survived
+    rate = f"{100.0 * killed / runnable:.0f}%" if runnable else "n/a"
+    summary = (f"{len(results)} mutations: {killed} killed, {survived} survived, {stale} text not found, "
+               f"{broken} not building; kill rate {killed}/{runnable} = {rate} ({secs:.0f} s, "
+               f"{time.strftime('%Y-%m-%d', time.gmtime())})")
+    return "\n".join(rows), summary, survived == 0 and stale == 0 and broken == 0
+
+
+def main():
+    # SIGTERM/SIGHUP: unwind (the scratch tree is removed in the finally below)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(130))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--list", default=os.path.join(ROOT, "tests/mutate/mutations.txt"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-full", action="store_true", help="do not run the whole suite for a survivor")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
+    ap.add_argument("--readme", default="")
+    a = ap.parse_args()
+    muts = parse_list(a.list)
+    if a.only:
+        want = set(a.only.split(","))
+        muts = [m for m in muts if m["id"] in want]
+        if not muts:
+            sys.exit("no mutation has those ids")
+    t0 = time.time()
+    tree = scratch_copy()
+    log = os.path.join(tree, "mutate.log")
+    print(f"scratch tree {tree} (log {log})", flush=True)
+    results = []
+    try:
+        rc, out = run(["make", "-s", "BUILD=build", "all"], tree, log=log)
+        if rc != 0:
+            sys.exit("the unmutated tree does not build:\n" + out[-3000:])
+        for m in muts:
+            path = os.path.join(tree, m["file"])
+            start = time.time()
+            try:
+                orig = open(path, encoding="utf-8").read()
+            except OSError:
+                orig = None
+            if orig is None or orig.count(m["old"]) != 1:
+                n = 0 if orig is None else orig.count(m["old"])
+                status = "text-not-found" if n == 0 else f"text-not-found ({n} matches)"
+                results.append((m, "text-not-found", ""))
+                print(f"{m['id']:28} {status}", flush=True)
+                continue
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(orig.replace(m["old"], m["new"]))
+            try:
+                by = run_tests(tree, m["tests"], log)
+                status = "killed" if by else "survived"
+                if not by and not a.no_full:
+                    by = run_tests(tree, [t for t in all_tests(tree) if t not in m["tests"]], log)
+                    status = "killed-by-suite" if by else "survived"
+            except NoBuild:
+                status, by = "no-build", ""
+            finally:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(orig)
+            results.append((m, status, by or ""))
+            print(f"{m['id']:28} {status:16} {by or ''} ({time.time() - start:.0f} s)", flush=True)
+    finally:
+        if not a.keep:
+            shutil.rmtree(tree, ignore_errors=True)
+    rows, summary, all_killed = table(results, time.time() - t0)
+    print()
+    print(rows)
+    print()
+    print(summary)
+    if a.readme:
+        text = open(a.readme, encoding="utf-8").read()
+        b, e = "<!-- mutate:begin -->", "<!-- mutate:end -->"
+        if b in text and e in text:
+            head, rest = text.split(b, 1)
+            _, tail = rest.split(e, 1)
+            open(a.readme, "w", encoding="utf-8").write(head + b + "\n" + rows + "\n\n" + summary + "\n" + e + tail)
+            print(f"table written into {a.readme}")
+    return 0 if all_killed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+/* test_fetch.c - the fetcher's pure parts: the range plan (how a file is cut into ranged GETs and how many
+ * connections are worth opening), the tmp/<sha>.done resume sidecar (its header pins the plan; torn, foreign
+ * and out-of-range lines are ignored) and HFS3_CONNECTIONS. Fetching itself: tests/e2e/t_fetch_*.sh. */
+#include "harness.h"
+#include "hfs3/fetch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define MiB (1ULL << 20)
+
+static void plan_is(uint64_t size, int conns, uint64_t hint, uint64_t chunk, uint32_t n, int threads)
+{
+    uint64_t c = 7;
+    uint32_t nc = 7;
+    int nt = 7;
+    hfs3_fetch_plan(size, conns, hint, &c, &nc, &nt);
+    if (c != chunk || nc != n || nt != threads)
+        fprintf(stderr, "plan(%llu, %d, %llu) = %llu x %u on %d, want %llu x %u on %d\n", (unsigned long long)size,
+                conns, (unsigned long long)hint, (unsigned long long)c, nc, nt, (unsigned long long)chunk, n, threads);
+    CHECK(c == chunk && nc == n && nt == threads);
+}
+
+static void plans(void)
+{
+    plan_is(0, 8, 0, 0, 0, 0);                                 /* nothing to fetch */
+    plan_is(1, 8, 0, 1, 1, 1);                                 /* small: one plain GET */
+    plan_is(2 * MiB, 8, 0, 2 * MiB, 1, 1);
+    plan_is(2 * MiB + 1, 8, 0, 2 * MiB, 2, 2);                 /* split, but not below 2 MiB */
+    plan_is(3 * MiB, 8, 0, 2 * MiB, 2, 2);
+    plan_is(40 * MiB, 8, 0, 5 * MiB, 8, 8);                    /* one range per connection, whole MiB */
+    plan_is(40 * MiB, 2, 0, 16 * MiB, 3, 2);                   /* capped at 16 MiB */
+    plan_is(41 * MiB + 1, 8, 0, 6 * MiB, 7, 7);
+    plan_is(1ULL << 30, 8, 0, 16 * MiB, 64, 8);
+    plan_is((5ULL << 30) + 3, 8, 0, 16 * MiB, 321, 8);         /* past 32 bits */
+    plan_is((1ULL << 40), 64, 0, 16 * MiB, 65536, 64);
+    plan_is(10 * MiB, 0, 0, 10 * MiB, 1, 1);                   /* connections < 1 means 1 */
+    plan_is(10 * MiB, 8, 1000, 64 << 10, 160, 8);              /* a hint is raised to 64 KiB */
+    plan_is(10 * MiB, 8, 4 * MiB, 4 * MiB, 3, 3);
+    plan_is(100, 8, 4 * MiB, 4 * MiB, 1, 1);
+    /* whatever the inputs: ranges cover the file exactly, no range is empty, threads <= ranges and conns */
+    for (uint64_t size = 1; size < (1ULL << 36); size = size * 3 + 12345)
+        for (int conns = 1; conns <= 64; conns *= 4) {
+            uint64_t c;
+            uint32_t n;
+            int t;
+            hfs3_fetch_plan(size, conns, 0, &c, &n, &t);
+            CHECK(c > 0 && n > 0 && (uint64_t)(n - 1) * c < size && size <= (uint64_t)n * c);
+            CHECK(t >= 1 && t <= conns && (uint32_t)t <= n);
+            CHECK(c <= HFS3_FETCH_CHUNK || c == size);
+        }
+}
+
+static int parse(const char *text, uint64_t size, uint64_t chunk, uint32_t n, unsigned char *done)
+{
+    return hfs3_fetch_parse_done(text, strlen(text), size, chunk, n, done);
+}
+
+static void sidecar(void)
+{
+    char hdr[96];
+    hfs3_fetch_done_header((5ULL << 30) + 3, 16 * MiB, hdr, sizeof hdr);
+    CHECK_EQ_STR(hdr, "hfs3-done 1 5368709123 16777216\n");
+    hfs3_fetch_done_header(10, 20, hdr, sizeof hdr);
+    CHECK_EQ_STR(hdr, "hfs3-done 1 10 20\n");
+
+    unsigned char done[8];
+    memset(done, 9, sizeof done);
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20\n", 100, 20, 5, done), 0);
+    CHECK(!done[0] && !done[4]);
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20\n0\n3\n", 100, 20, 5, done), 2);
+    CHECK(done[0] && !done[1] && !done[2] && done[3] && !done[4]);
+    /* a torn last line (killed mid-write) is not done; duplicates count once */
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20\n1\n1\n4", 100, 20, 5, done), 1);
+    CHECK(done[1] && !done[4]);
+    /* out of range, not a number, empty, signs, spaces, too long: ignored */
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20\n5\n99\nx\n\n-1\n 2\n2 \n00000000002\n4\n", 100, 20, 5, done), 1);
+    CHECK(done[4] && !done[2]);
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20\n0002\n", 100, 20, 5, done), 1);
+    CHECK(done[2]);
+    /* another plan (size or chunk) or another format: start over */
+    CHECK_EQ_INT(parse("hfs3-done 1 101 20\n0\n", 100, 20, 5, done), -EINVAL);
+    CHECK_EQ_INT(parse("hfs3-done 1 100 21\n0\n", 100, 20, 5, done), -EINVAL);
+    CHECK_EQ_INT(parse("hfs3-done 2 100 20\n0\n", 100, 20, 5, done), -EINVAL);
+    CHECK_EQ_INT(parse("hfs3-done 1 100 20", 100, 20, 5, done), -EINVAL);
+    CHECK_EQ_INT(parse("", 100, 20, 5, done), -EINVAL);
+    CHECK_EQ_INT(parse("hfs3-done 1 1002 20\n0\n", 100, 20, 5, done), -EINVAL);
+}
+
+static void connections(void)
+{
+    static const struct {
+        const char *v;
+        int want;
+    } cases[] = {{NULL, 8}, {"", 8}, {"1", 1}, {"4", 4}, {"64", 64}, {"0", 8}, {"65", 8}, {"-3", 8}, {"4x", 8}, {"x", 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].v)
+            setenv("HFS3_CONNECTIONS", cases[i].v, 1);
+        else
+            unsetenv("HFS3_CONNECTIONS");
+        CHECK_EQ_INT(hfs3_fetch_connections(), cases[i].want);
+    }
+    unsetenv("HFS3_CONNECTIONS");
+}
+
+int main(void)
+{
+    setenv("HFS3_LOG", "error", 1); /* the warnings of bad HFS3_CONNECTIONS values are expected */
+    TEST(plans);
+    TEST(sidecar);
+    TEST(connections);
+    return t_done("test_fetch");
+}
