@@ -150,4 +150,71 @@ int sh_map_back(const char *real, char *out, size_t outn);
 
 void sh_stat_to_statx(const struct stat *st, struct statx *sx);
 
+/* --- init.c: configuration, read once ---------------------------------------------------------------- */
+extern char sh_helper_env[SH_PATH];
+extern char sh_cache_env[SH_PATH + 32];
+extern int sh_log_level, sh_offline, sh_prefetch;
+extern long sh_ttl;
+extern char sh_env_error[512];
+extern int sh_env_error_logged;
+extern size_t sh_first_len[SH_MAX_MOUNTS];
+
+/* --- path components (path.c, tree.c) ------------------------------------------------------------------ */
+/* Path components: skips the '/'s at *p, points *s at the component there and moves *p past it. Its length,
+ * 0 at the end of the path (*s then points at the end). */
+static inline size_t sh_next_comp(const char **p, const char **s)
+{
+    const char *q = *p;
+    while (*q == '/')
+        q++;
+    *s = q;
+    while (*q && *q != '/')
+        q++;
+    *p = q;
+    return (size_t)(q - *s);
+}
+
+/* 1 for ".", 2 for "..", else 0. */
+static inline int sh_dot_comp(const char *s, size_t n)
+{
+    return n == 1 && s[0] == '.' ? 1 : n == 2 && s[0] == '.' && s[1] == '.' ? 2 : 0;
+}
+
+/* The length of buf[0..len) without its last component ("/a/b" -> "/a", "/a" -> ""): how ".." goes up. */
+static inline size_t sh_drop_comp(const char *buf, size_t len)
+{
+    while (len > 0 && buf[len - 1] != '/')
+        len--;
+    return len > 0 ? len - 1 : 0;
+}
+
+/* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
+ * 0 or -ENAMETOOLONG. */
+int sh_normalise(const char *in, char *out, size_t outn, int *slash);
+/* The mount or ancestor an absolute path names, lexically (l->kind). */
+int sh_classify_abs(const char *path, struct sh_loc *l);
+
+/* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
+pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
+void sh_reap(pid_t pid);
+int sh_cache_shared(void);
+int sh_exists(const char *p);
+int sh_run_locked(const char *lockpath, const char *done_path, char **argv, int quiet);
+void sh_mkdirs(const char *path);
+void sh_read_line(const char *path, char *out, size_t n);
+
+/* --- mount.c ------------------------------------------------------------------------------------------- */
+/* 0 once m is loaded (maybe broken); -EAGAIN in a vfork child that finds it not loaded. */
+int sh_mount_get(struct sh_mount *m);
+
+/* --- tree.c: answers from the index ------------------------------------------------------------------- */
+const char *sh_epath(const struct sh_mount *m, uint32_t e);
+void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n);
+void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st);
+int sh_stat_skel(const char *real, struct stat *st);
+void sh_anc_path(const char *logical, char *out, size_t n);
+/* Resolves l (L_MNT) to an entry: 0 and *e, 1 for the root of a broken mount, -EAGAIN when the mount is
+ * unloaded in a vfork child, else -errno. */
+int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e);
+
 #endif

@@ -1,6 +1,6 @@
 /* wrap.c - the exported interposers for path and descriptor calls (interposition.md's list, minus the
  * directory streams, which are dir.c's). Each one classifies its path (one cheap check for paths outside
- * the mounts, then the real call with no allocation and no lock) and hands mount paths to core.c. */
+ * the mounts, then the real call with no allocation and no lock) and hands mount paths to path.c, tree.c and open.c. */
 #include "shim.h"
 
 #include <limits.h>

@@ -1,0 +1,143 @@
+/* open.c - open() of a path in a mount: directories open their skeleton, O_PATH never fetches, files are
+ * fetched (through the helper, once per machine) into blobs/<sha256> and the blob is opened; background prefetch. */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- open -------------------------------------------------------------------------------------------- */
+
+static void hexs(const uint8_t *h, char *out)
+{
+    static const char d[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = d[h[i] >> 4];
+        out[2 * i + 1] = d[h[i] & 15];
+    }
+    out[64] = 0;
+}
+
+static void maybe_prefetch(struct sh_mount *m, uint32_t e)
+{
+    if (!sh_prefetch || sh_offline || sh_in_vfork() || __atomic_exchange_n(&m->prefetched, 1, __ATOMIC_ACQ_REL))
+        return;
+    char *argv[] = {NULL, "_prefetch", m->remote, (char *)sh_epath(m, e), NULL};
+    pid_t pid = sh_spawn_helper(argv, -1, 1);
+    if (pid > 0)
+        sh_reap(pid);
+}
+
+/* Makes sure blobs/<sha> of file entry e exists: 0 or -EIO (logged). */
+static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
+{
+    char hex[65];
+    hexs(m->ents[e].sha256, hex);
+    if ((size_t)snprintf(blob, n, "%s/blobs/%s", sh_cache, hex) >= n)
+        return -ENAMETOOLONG;
+    if (sh_exists(blob))
+        return 0;
+    if (sh_offline) {
+        sh_log(1, "%s/%s: not in the cache and HFS3_OFFLINE=1", m->path, sh_epath(m, e));
+        return -EIO;
+    }
+    if (sh_in_vfork())
+        return -EIO;
+    char lk[SH_PATH + 128];
+    snprintf(lk, sizeof lk, "%s/locks", sh_cache);
+    sh_mkdirs(lk);
+    snprintf(lk, sizeof lk, "%s/locks/%s.lock", sh_cache, hex);
+    char *argv[] = {NULL, "_get", "--lock-fd", "3", m->remote, (char *)sh_epath(m, e), NULL};
+    int rc = sh_run_locked(lk, blob, argv, 1);
+    if (rc < 0) {
+        sh_log(0, "%s/%s: cannot fetch: %s", m->path, sh_epath(m, e), strerror(-rc));
+        return -EIO;
+    }
+    if (sh_exists(blob))
+        return 0;
+    char why[512];
+    snprintf(lk, sizeof lk, "%s/fails/%s.err", sh_cache, hex);
+    sh_read_line(lk, why, sizeof why);
+    sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why[0] ? why : "(no reason recorded)");
+    return -EIO;
+}
+
+int sh_open(const struct sh_loc *l, int flags, mode_t mode)
+{
+    int keep = flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_PATH);
+    int wr = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
+    char rp[SH_PATH + 64];
+    int fd;
+    struct stat ast;
+    if (l->kind == L_ANC && sh_r.lstat(l->path, &ast) == 0) {
+        /* an ancestor that exists on disk is the host's own */
+        fd = sh_r.open(l->path, flags, mode);
+        return fd >= 0 ? fd : -errno;
+    }
+    if (wr)
+        return -EROFS;
+    if (l->kind == L_ANC) {
+        struct stat st;
+        sh_anc_path(l->path, rp, sizeof rp);
+        if (sh_stat_skel(rp, &st) < 0)
+            return -ENOENT;
+        fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
+        if (fd < 0)
+            return -errno;
+        sh_fd_set(fd, FD_ANC, l->m, 0);
+        return fd;
+    }
+    const struct sh_mount *cm;
+    uint32_t e;
+    int rc = sh_resolve(l, !(flags & O_NOFOLLOW), &cm, &e);
+    if (rc == -EAGAIN)
+        return -EIO;
+    if (rc < 0)
+        return rc;
+    struct sh_mount *m = (struct sh_mount *)cm;
+    struct stat st;
+    uint32_t t = rc == 1 ? HFS3_IX_DIR : m->ents[e].type;
+    if (t == HFS3_IX_DIR) {
+        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, sizeof rp);
+        if (sh_stat_skel(rp, &st) < 0)
+            return -EIO;
+        fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
+        if (fd < 0)
+            return -errno;
+        sh_fd_set(fd, FD_DIR, l->m, e);
+        return fd;
+    }
+    if (flags & O_DIRECTORY)
+        return -ENOTDIR;
+    if (t == HFS3_IX_SYMLINK && !(flags & O_PATH))
+        return -ELOOP;
+    if (flags & O_PATH) {
+        /* never fetch: a path descriptor on the parent's skeleton dir, with the entry's identity */
+        sh_tree_path(m, sh_epath(m, m->ents[e].parent), rp, sizeof rp);
+        if (sh_stat_skel(rp, &st) < 0)
+            return -EIO;
+        fd = sh_r.open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC));
+    } else {
+        if ((rc = ensure_blob(m, e, rp, sizeof rp)) < 0)
+            return rc;
+        fd = sh_r.open(rp, O_RDONLY | keep);
+        if (fd >= 0)
+            maybe_prefetch(m, e);
+    }
+    if (fd < 0)
+        return -errno == -ENOENT ? -EIO : -errno;
+    sh_fd_set(fd, FD_FILE, l->m, e);
+    return fd;
+}
+
