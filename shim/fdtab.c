@@ -21,7 +21,7 @@
 
 struct fdent {
     uint8_t kind;
-    uint8_t m;
+    uint32_t m;
     uint32_t e;
     dev_t dev;
     ino_t ino;
@@ -34,7 +34,7 @@ void sh_fd_set(int fd, int kind, int m, uint32_t e)
     if (fd < 0 || fd >= SH_FD_MAX || sh_in_vfork() || sh_r.fstat(fd, &st) < 0)
         return;
     fdtab[fd].kind = 0;
-    fdtab[fd].m = (uint8_t)m;
+    fdtab[fd].m = (uint32_t)m;
     fdtab[fd].e = e;
     fdtab[fd].dev = st.st_dev;
     fdtab[fd].ino = st.st_ino;

@@ -174,14 +174,17 @@ int sh_run_locked(const char *lockpath, const char *done_path, char **argv, int 
  * this call created, so the umask cannot cut the group's bits; existing ones are left as they are). */
 void sh_mkdirs(const char *path)
 {
+    if (sh_cache_ready() < 0)
+        return;
     int shared = sh_cache_shared();
     mode_t mode = shared ? 02770 : 0700;
     char b[SH_PATH];
-    size_t n = strlen(path);
-    if (n >= sizeof b)
+    size_t n = strlen(path), cl = strlen(sh_cache);
+    /* only below the cache, which sh_cache_ready made */
+    if (n >= sizeof b || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
         return;
     memcpy(b, path, n + 1);
-    for (char *p = b + 1;; p++) {
+    for (char *p = b + cl + 1;; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
             *p = 0;

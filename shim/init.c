@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 struct sh_real sh_r;
-struct sh_mount sh_mounts[SH_MAX_MOUNTS];
+struct sh_mount *sh_mounts;
 int sh_nmounts;
 char sh_cache[SH_PATH];
 
@@ -26,9 +26,8 @@ char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
 int sh_log_level = 1, sh_offline, sh_prefetch = 1;
 long sh_ttl = 60;
-char sh_env_error[512];
+char sh_env_error[1024];
 int sh_env_error_logged;
-size_t sh_first_len[SH_MAX_MOUNTS];
 static pid_t init_pid;
 
 /* --- basics ------------------------------------------------------------------------------------------ */
@@ -70,6 +69,21 @@ static void after_fork_child(void)
     for (int i = 0; i < sh_nmounts; i++)
         if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
             __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
+    sh_cache_after_fork();
+}
+
+/* Adds one HFS3_MOUNTS complaint to the line logged at the first classified call ("; " between them). */
+static void env_err(const char *fmt, ...)
+{
+    size_t n = strlen(sh_env_error);
+    if (n && n + 2 < sizeof sh_env_error) {
+        memcpy(sh_env_error + n, "; ", 3);
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sh_env_error + n, sizeof sh_env_error - n, fmt, ap);
+    va_end(ap);
 }
 
 static void parse_env(void)
@@ -89,24 +103,22 @@ static void parse_env(void)
     }
     if ((v = getenv("HFS3_HELPER")) && *v && strlen(v) < sizeof sh_helper_env)
         strcpy(sh_helper_env, v);
-    const char *c = getenv("HFS3_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    int n = -1;
-    if (c && *c)
-        n = snprintf(sh_cache, sizeof sh_cache, "%s", c);
-    else if (x && *x)
-        n = snprintf(sh_cache, sizeof sh_cache, "%s/hfs3", x);
-    else if (h && *h)
-        n = snprintf(sh_cache, sizeof sh_cache, "%s/.cache/hfs3", h);
-    if (n < 0 || (size_t)n >= sizeof sh_cache)
-        snprintf(sh_cache, sizeof sh_cache, "/nonexistent/hfs3-cache");
-    while (strlen(sh_cache) > 1 && sh_cache[strlen(sh_cache) - 1] == '/')
-        sh_cache[strlen(sh_cache) - 1] = 0;
-    snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    sh_cache_from_env();
 
     const char *ms = getenv("HFS3_MOUNTS");
     if (!ms || !*ms)
         return;
-    while (*ms && sh_nmounts < SH_MAX_MOUNTS) {
+    /* the table: one entry per ';'-separated item at most, mapped once and never freed (no limit but memory) */
+    size_t cap = 1;
+    for (const char *q = ms; *q; q++)
+        cap += *q == ';';
+    void *tab = mmap(NULL, cap * sizeof *sh_mounts, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tab == MAP_FAILED) {
+        env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
+        return;
+    }
+    sh_mounts = tab;
+    while (*ms && (size_t)sh_nmounts < cap) {
         const char *end = strchr(ms, ';');
         size_t len = end ? (size_t)(end - ms) : strlen(ms);
         const char *eq = memchr(ms, '=', len);
@@ -116,14 +128,18 @@ static void parse_env(void)
             goto next;
         if (!eq || eq == ms || (size_t)(eq - ms) >= sizeof local || ms[0] != '/' ||
             len - (size_t)(eq - ms) - 1 >= sizeof m->remote || len - (size_t)(eq - ms) - 1 == 0) {
-            snprintf(sh_env_error, sizeof sh_env_error, "HFS3_MOUNTS: ignoring \"%.*s\" (want /LOCALPATH=REMOTE)",
+            env_err("HFS3_MOUNTS: ignoring \"%.*s\" (want /LOCALPATH=REMOTE)",
                      (int)(len > 200 ? 200 : len), ms);
             goto next;
         }
         memcpy(local, ms, (size_t)(eq - ms));
         local[eq - ms] = 0;
-        if (sh_normalise(local, m->path, sizeof m->path, NULL) < 0 || !strcmp(m->path, "/"))
+        if (sh_normalise(local, m->path, sizeof m->path, NULL) < 0 || !strcmp(m->path, "/")) {
+            env_err("HFS3_MOUNTS: ignoring \"%.*s\" (a mount at / or too long)",
+                     (int)(len > 200 ? 200 : len), ms);
+            memset(m, 0, sizeof *m);
             goto next;
+        }
         m->len = strlen(m->path);
         memcpy(m->remote, eq + 1, len - (size_t)(eq - ms) - 1);
         m->remote[len - (size_t)(eq - ms) - 1] = 0;
@@ -134,17 +150,20 @@ static void parse_env(void)
                 overlap = 1;
         }
         if (overlap) {
-            snprintf(sh_env_error, sizeof sh_env_error, "HFS3_MOUNTS: %s overlaps another mount: ignored", m->path);
+            env_err("HFS3_MOUNTS: %s overlaps another mount: ignored", m->path);
             memset(m, 0, sizeof *m);
             goto next;
         }
         char key[17];
         hfs3_mountkey(m->remote, key);
         memcpy(m->key, key, sizeof key);
-        if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir)
+        if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir) {
+            env_err("HFS3_MOUNTS: %s: cache path too long: ignored", m->path);
+            memset(m, 0, sizeof *m);
             goto next;
+        }
         const char *fs = strchr(m->path + 1, '/');
-        sh_first_len[sh_nmounts] = fs ? (size_t)(fs - m->path) : m->len;
+        m->first_len = fs ? (size_t)(fs - m->path) : m->len;
         sh_nmounts++;
     next:
         if (!end)

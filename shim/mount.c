@@ -55,6 +55,10 @@ static int index_valid(const void *base, size_t len)
 static void load(struct sh_mount *m)
 {
     char p[SH_PATH + 64], lk[SH_PATH + 64];
+    if (sh_cache_ready() < 0) {
+        m->broken = 1;   /* logged once by sh_cache_ready */
+        return;
+    }
     snprintf(p, sizeof p, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;

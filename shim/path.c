@@ -59,7 +59,7 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
     size_t n = sh_next_comp(&p, &s);
     int maybe = sh_dot_comp(s, n) != 0;
     for (int i = 0; i < sh_nmounts && !maybe; i++)
-        if (sh_first_len[i] - 1 == n && !memcmp(sh_mounts[i].path + 1, s, n))
+        if (sh_mounts[i].first_len - 1 == n && !memcmp(sh_mounts[i].path + 1, s, n))
             maybe = 1;
     l->kind = L_NONE;
     if (!maybe)

@@ -19,7 +19,6 @@
 
 #define SH_EXPORT __attribute__((visibility("default")))
 #define SH_PATH 4096
-#define SH_MAX_MOUNTS 16
 #define SH_MAX_HOPS 40
 #define SH_FD_MAX 16384
 
@@ -58,6 +57,7 @@ void *sh_sym(const char *name);
 struct sh_mount {
     char path[SH_PATH];        /* normalised local path, no trailing '/' */
     size_t len;
+    size_t first_len;          /* length of its first component, with the '/' (the fast path's one check) */
     char remote[1024];
     char key[17];
     char dir[SH_PATH];         /* CACHE/mounts/<key> */
@@ -72,7 +72,7 @@ struct sh_mount {
     dev_t dev;                 /* st_dev given to files (the tree's device) */
     time_t mtime;              /* the index's mtime: the time of symlinks, which the manifest does not keep */
 };
-extern struct sh_mount sh_mounts[SH_MAX_MOUNTS];
+extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;
 extern char sh_cache[SH_PATH];
 
@@ -155,9 +155,8 @@ extern char sh_helper_env[SH_PATH];
 extern char sh_cache_env[SH_PATH + 32];
 extern int sh_log_level, sh_offline, sh_prefetch;
 extern long sh_ttl;
-extern char sh_env_error[512];
+extern char sh_env_error[1024];
 extern int sh_env_error_logged;
-extern size_t sh_first_len[SH_MAX_MOUNTS];
 
 /* --- path components (path.c, tree.c) ------------------------------------------------------------------ */
 /* Path components: skips the '/'s at *p, points *s at the component there and moves *p past it. Its length,
@@ -193,6 +192,14 @@ static inline size_t sh_drop_comp(const char *buf, size_t len)
 int sh_normalise(const char *in, char *out, size_t outn, int *slash);
 /* The mount or ancestor an absolute path names, lexically (l->kind). */
 int sh_classify_abs(const char *path, struct sh_loc *l);
+
+/* --- cachedir.c: where the cache is ------------------------------------------------------------------ */
+/* At start: sh_cache and sh_cache_env from the environment (no I/O but getcwd). */
+void sh_cache_from_env(void);
+/* 0 once the cache directory is decided and usable (the first call creates and checks it, logging one line
+ * when it is not usable or a fallback is used); -EIO otherwise, and in a vfork child that finds it undecided. */
+int sh_cache_ready(void);
+void sh_cache_after_fork(void);
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);

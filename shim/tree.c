@@ -177,6 +177,18 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
     return rc;
 }
 
+/* A read-only directory that has no real one behind it (a missing ancestor, a mount without a cache). */
+static void stat_dir_synth(const char *logical, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    st->st_blksize = 4096;
+    st->st_ino = (ino_t)((fnv("ancestor", logical) >> 2) | (1ULL << 62));
+}
+
 int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
 {
     char rp[SH_PATH + 64];
@@ -186,10 +198,7 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         sh_anc_path(l->path, rp, sizeof rp);
         if (sh_stat_skel(rp, st) == 0)
             return 0;
-        memset(st, 0, sizeof *st);
-        st->st_mode = S_IFDIR | 0555;
-        st->st_nlink = 2;
-        st->st_ino = (ino_t)((fnv("ancestor", l->path) >> 2) | (1ULL << 62));
+        stat_dir_synth(l->path, st);
         return 0;
     }
     const struct sh_mount *m;
@@ -205,6 +214,11 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, sizeof rp);
         if (sh_stat_skel(rp, st) == 0)
             return 0;
+        if (rc == 1) {
+            /* a broken mount without its skeleton (no usable cache): still an empty directory */
+            stat_dir_synth(m->path, st);
+            return 0;
+        }
     }
     sh_stat_synth(m, e, st);
     return 0;
