@@ -9,10 +9,13 @@
  * mount is an empty directory and everything inside fails with EIO. */
 #include "shim.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+char sh_cache_real[SH_PATH];
 
 static int explicit_dir;          /* sh_cache came from HFS3_CACHE_DIR */
 static char start_error[SH_PATH + 128]; /* a problem already known at start */
@@ -197,6 +200,16 @@ static int decide(void)
     return 0;
 }
 
+/* decide() and then the real path (what /proc/self/fd and getcwd show) */
+static int decide_all(void)
+{
+    int rc = decide();
+    char tmp[PATH_MAX];
+    if (rc == 0 && sh_r.realpath(sh_cache, tmp) && strlen(tmp) < sizeof sh_cache_real)
+        memcpy(sh_cache_real, tmp, strlen(tmp) + 1);
+    return rc;
+}
+
 int sh_cache_ready(void)
 {
     int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
@@ -206,7 +219,7 @@ int sh_cache_ready(void)
         return -EIO;
     int z = 0;
     if (__atomic_compare_exchange_n(&state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        int rc = decide();
+        int rc = decide_all();
         __atomic_store_n(&state, rc == 0 ? 2 : 3, __ATOMIC_RELEASE);
         return rc;
     }

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 
 extern char **environ;
 
@@ -118,26 +120,130 @@ int sh_cache_shared(void)
     return sh_r.stat(sh_cache, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
 }
 
-/* Opens (creating) the lock file at path and flock()s it: 0600, or 0660 in a shared cache (fchmod when we own it:
- * the umask may have cut the group bits, and a lock file another user cannot open read-write breaks every later
- * open of that file for them). The descriptor, or -errno. */
-static int lock_file(const char *path)
+/* Lock descriptors open in this process now, in any thread: a fork() in another thread copies them into the
+ * child, where one would keep the lock held (flock belongs to the open file description) for as long as the
+ * child lives, and a child that then opens the same file waits for itself. The child handler closes them. */
+static int locks_inflight;
+
+/* Helpers this process started and left running when an open gave up (a signal, a stall): reaped later. */
+#define SH_PENDING 32
+static pid_t pending[SH_PENDING];
+
+static void pending_add(pid_t pid)
+{
+    for (int i = 0; i < SH_PENDING; i++) {
+        pid_t z = 0;
+        if (__atomic_compare_exchange_n(&pending[i], &z, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+    }
+}
+
+static void pending_reap(void)
+{
+    for (int i = 0; i < SH_PENDING; i++) {
+        pid_t p = __atomic_load_n(&pending[i], __ATOMIC_ACQUIRE);
+        if (p > 0 && (waitpid(p, NULL, WNOHANG) != 0))
+            __atomic_compare_exchange_n(&pending[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+}
+
+/* Opens (creating) the lock file at path, never through a symlink (O_NOFOLLOW), never anything but a regular
+ * file. Created by this call (O_EXCL): fchmod-ed to 0600, or 0660 in a shared cache (the umask may have cut the
+ * group bits, and a lock file another user cannot open read-write breaks every later open of that file for
+ * them); an existing one is never chmod-ed. Counted in locks_inflight until lock_close. fd or -errno. */
+static int lock_open(const char *path)
 {
     mode_t mode = sh_cache_shared() ? 0660 : 0600;
-    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (mode == 0660 && sh_r.fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != mode)
+    __atomic_add_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0)
         (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
-    while (flock(fd, LOCK_EX) < 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            sh_r.close(fd);
-            return -e;
-        }
+    else if (errno == EEXIST)
+        fd = sh_r.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    struct stat st;
+    if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        sh_r.close(fd);
+        fd = -1;
+        e = EIO;
+    }
+    if (fd < 0) {
+        __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+        if (e == ELOOP || e == EIO)
+            sh_log(0, "lock file %s is not a regular file: refusing it", path);
+        return -e;
     }
     return fd;
+}
+
+/* Closes a lock descriptor; unlock first when the lock is ours alone (not when the helper shares it). */
+static void lock_close(int fd, int unlock)
+{
+    if (unlock)
+        flock(fd, LOCK_UN);
+    sh_r.close(fd);
+    __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* (size, mtime) of a file: what "progress" means for a fetch's tmp/<sha>.part and .done */
+static long long stamp(const char *path)
+{
+    struct stat st;
+    if (!path || sh_r.stat(path, &st) < 0)
+        return -1;
+    return (long long)st.st_size * 1000003LL + st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Waits until fd holds LOCK_EX. Polls LOCK_NB between reads of a timerfd: read(2) of a timerfd is restarted
+ * after a handler installed with SA_RESTART and fails with EINTR after one without, which is exactly how a
+ * blocking flock would behave, so a host's Ctrl-C (Python installs SIGINT without SA_RESTART) ends the wait
+ * at once while other signals do not. A stall (none of the progress files changed for sh_stall seconds; 0:
+ * never) ends it with -ETIMEDOUT. 0 or -errno. */
+static int lock_wait(int fd, const char *prog1, const char *prog2)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+        return -errno;
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (tfd < 0)
+        return -errno;
+    struct itimerspec it = {{0, 20000000}, {0, 5000000}};   /* first look after 5 ms, then every 20 ms */
+    timerfd_settime(tfd, 0, &it, NULL);
+    long long last = stamp(prog1) ^ (stamp(prog2) << 1), since = now_ms();
+    int rc;
+    for (;;) {
+        uint64_t ticks;
+        if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EINTR) {
+            rc = -EINTR;
+            break;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            rc = 0;
+            break;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            rc = -errno;
+            break;
+        }
+        long long cur = stamp(prog1) ^ (stamp(prog2) << 1), t = now_ms();
+        if (cur != last) {
+            last = cur;
+            since = t;
+        } else if (sh_stall > 0 && t - since >= sh_stall * 1000LL) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+    }
+    sh_r.close(tfd);
+    return rc;
 }
 
 int sh_exists(const char *p)
@@ -146,28 +252,82 @@ int sh_exists(const char *p)
     return sh_r.stat(p, &st) == 0;
 }
 
-/* The lock protocol: take lockpath, skip when done_path appeared meanwhile, else run the helper with the
- * lock as fd 3 and wait for the lock to come free. 0, or -errno when it could not even start. */
-int sh_run_locked(const char *lockpath, const char *done_path, char **argv, int quiet)
+/* The lock protocol (docs/internals.md): take the lock, skip when done(arg) says the work is there (someone
+ * did it while we waited), else run the helper with the lock as fd 3 and wait for the lock to come free.
+ * 0 (see done() for the outcome), -EINTR (a signal without SA_RESTART: the helper carries on for the next
+ * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
+int sh_run_locked(const struct sh_lockjob *j)
 {
-    int fd = lock_file(lockpath);
+    pending_reap();
+    int fd = lock_open(j->lockpath);
     if (fd < 0)
         return fd;
-    if (done_path && sh_exists(done_path)) {
-        sh_r.close(fd);
+    int rc = lock_wait(fd, j->prog1, j->prog2);
+    if (rc < 0) {
+        lock_close(fd, 0);
+        return rc;
+    }
+    if (j->done && j->done(j->arg)) {
+        lock_close(fd, 1);
         return 0;
     }
-    pid_t pid = sh_spawn_helper(argv, fd, quiet);
-    sh_r.close(fd);
+    pid_t pid = sh_spawn_helper(j->argv, fd, j->quiet);
+    lock_close(fd, 0);   /* the helper holds the lock now, through the same open file description */
     if (pid < 0)
         return pid;
-    fd = lock_file(lockpath);   /* returns once the helper exited (or closed its fd 3) */
-    if (fd >= 0) {
-        flock(fd, LOCK_UN);
-        sh_r.close(fd);
+    fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
+    rc = fd < 0 ? fd : lock_wait(fd, j->prog1, j->prog2);
+    if (fd >= 0)
+        lock_close(fd, rc == 0);
+    if (rc == -ETIMEDOUT) {
+        kill(pid, SIGKILL);
+        sh_reap(pid);
+        return rc;
+    }
+    if (rc < 0) {
+        pending_add(pid);
+        return rc;
     }
     sh_reap(pid);
     return 0;
+}
+
+/* In a forked child (pthread_atfork): closes every lock descriptor other threads had open (found by their
+ * path in /proc/self/fd, so one opened a moment before the fork is found too). No LOCK_UN: the open file
+ * description is the parent's too, whose lock must stay held. */
+void sh_locks_after_fork(void)
+{
+    if (!__atomic_load_n(&locks_inflight, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&locks_inflight, 0, __ATOMIC_RELEASE);
+    int dfd = sh_r.open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    char buf[1024], pp[64], link[SH_PATH];
+    long n;
+    size_t cl = strlen(sh_cache_real);
+    while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            off += d->d_reclen;
+            int fd = atoi(d->d_name);
+            if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dfd)
+                continue;
+            snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+            ssize_t k = sh_r.readlink(pp, link, sizeof link - 1);
+            if (k <= 0)
+                continue;
+            link[k] = 0;
+            if (!cl || strncmp(link, sh_cache_real, cl) || link[cl] != '/')
+                continue;
+            const char *r = link + cl + 1;
+            size_t rl = strlen(r);
+            if ((!strncmp(r, "locks/", 6) && rl > 11 && !strcmp(r + rl - 5, ".lock")) ||
+                (!strncmp(r, "mounts/", 7) && rl > 12 && !strcmp(r + rl - 5, "/lock")))
+                sh_r.close(fd);
+        }
+    }
+    sh_r.close(dfd);
 }
 
 /* mkdir -p of a path under CACHE: 0700 under the umask, or 02770 in a shared cache (chmod of the directories

@@ -25,7 +25,7 @@ char sh_cache[SH_PATH];
 char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
 int sh_log_level = 1, sh_offline, sh_prefetch = 1;
-long sh_ttl = 60;
+long sh_ttl = 60, sh_stall = 120;
 char sh_env_error[1024];
 int sh_env_error_logged;
 static pid_t init_pid;
@@ -70,6 +70,7 @@ static void after_fork_child(void)
         if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
             __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
     sh_cache_after_fork();
+    sh_locks_after_fork();
 }
 
 /* Adds one HFS3_MOUNTS complaint to the line logged at the first classified call ("; " between them). */
@@ -100,6 +101,12 @@ static void parse_env(void)
         long t = strtol(v, &end, 10);
         if (!*end && t >= 0)
             sh_ttl = t;
+    }
+    if ((v = getenv("HFS3_STALL_TIMEOUT")) && *v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (!*end && t >= 0)
+            sh_stall = t;
     }
     if ((v = getenv("HFS3_HELPER")) && *v && strlen(v) < sizeof sh_helper_env)
         strcpy(sh_helper_env, v);

@@ -52,6 +52,28 @@ static int index_valid(const void *base, size_t len)
     return 1;
 }
 
+struct fresh {
+    const char *index;
+    long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
+};
+
+static long long stamp_of(const struct stat *st)
+{
+    return st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec + st->st_ino;
+}
+
+/* With the mount lock held: 1 when whoever held it before us just installed an index (ten processes starting
+ * at once make one manifest request, not ten in a row), or it is fresh by the TTL. */
+static int index_fresh(const void *arg)
+{
+    const struct fresh *f = arg;
+    struct stat st;
+    if (sh_r.stat(f->index, &st) < 0)
+        return 0;
+    time_t now = time(NULL);
+    return stamp_of(&st) != f->seen || (now - st.st_mtime < sh_ttl && now >= st.st_mtime);
+}
+
 static void load(struct sh_mount *m)
 {
     char p[SH_PATH + 64], lk[SH_PATH + 64];
@@ -68,7 +90,13 @@ static void load(struct sh_mount *m)
         snprintf(lk, sizeof lk, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
-        sh_run_locked(lk, NULL, argv, !have);
+        struct fresh f = {p, have ? stamp_of(&st) : 0};
+        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL};
+        int rc = sh_run_locked(&j);
+        if (rc == -ETIMEDOUT)
+            sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
+                   sh_stall);
+        /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
     }
     m->broken = 1;
     int fd = sh_r.open(p, O_RDONLY | O_CLOEXEC);

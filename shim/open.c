@@ -39,7 +39,12 @@ static void maybe_prefetch(struct sh_mount *m, uint32_t e)
         sh_reap(pid);
 }
 
-/* Makes sure blobs/<sha> of file entry e exists: 0 or -EIO (logged). */
+static int blob_there(const void *blob)
+{
+    return sh_exists(blob);
+}
+
+/* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). */
 static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
 {
     char hex[65];
@@ -59,7 +64,18 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
     sh_mkdirs(lk);
     snprintf(lk, sizeof lk, "%s/locks/%s.lock", sh_cache, hex);
     char *argv[] = {NULL, "_get", "--lock-fd", "3", m->remote, (char *)sh_epath(m, e), NULL};
-    int rc = sh_run_locked(lk, blob, argv, 1);
+    char part[SH_PATH + 128], done[SH_PATH + 128];
+    snprintf(part, sizeof part, "%s/tmp/%s.part", sh_cache, hex);
+    snprintf(done, sizeof done, "%s/tmp/%s.done", sh_cache, hex);
+    struct sh_lockjob j = {lk, blob_there, blob, argv, 1, part, done};
+    int rc = sh_run_locked(&j);
+    if (rc == -EINTR)
+        return rc;   /* a signal: the fetch goes on for the next open */
+    if (rc == -ETIMEDOUT) {
+        sh_log(0, "%s/%s: the fetch made no progress for %ld s (HFS3_STALL_TIMEOUT): giving up", m->path,
+               sh_epath(m, e), sh_stall);
+        return -EIO;
+    }
     if (rc < 0) {
         sh_log(0, "%s/%s: cannot fetch: %s", m->path, sh_epath(m, e), strerror(-rc));
         return -EIO;

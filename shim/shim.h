@@ -155,6 +155,8 @@ extern char sh_helper_env[SH_PATH];
 extern char sh_cache_env[SH_PATH + 32];
 extern int sh_log_level, sh_offline, sh_prefetch;
 extern long sh_ttl;
+extern long sh_stall;             /* HFS3_STALL_TIMEOUT: seconds without progress before an open gives up */
+extern char sh_cache_real[SH_PATH]; /* realpath of sh_cache once sh_cache_ready decided it */
 extern char sh_env_error[1024];
 extern int sh_env_error_logged;
 
@@ -206,7 +208,16 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
 void sh_reap(pid_t pid);
 int sh_cache_shared(void);
 int sh_exists(const char *p);
-int sh_run_locked(const char *lockpath, const char *done_path, char **argv, int quiet);
+struct sh_lockjob {
+    const char *lockpath;
+    int (*done)(const void *arg);   /* with the lock held: 1 when the work is there already (skip the helper) */
+    const void *arg;
+    char **argv;                    /* the helper's command (argv[0] filled in) */
+    int quiet;                      /* its stderr to /dev/null */
+    const char *prog1, *prog2;      /* files whose change means progress (NULL: none; time since the start) */
+};
+int sh_run_locked(const struct sh_lockjob *j);
+void sh_locks_after_fork(void);
 void sh_mkdirs(const char *path);
 void sh_read_line(const char *path, char *out, size_t n);
 
