@@ -40,8 +40,9 @@ void sh_cache_from_env(void)
             n = snprintf(sh_cache, SH_PATH, "%s", c);
         } else {
             /* relative: against the working directory at start, so a later chdir cannot move the cache */
-            char cwd[SH_PATH];
-            if (!sh_r.getcwd || !sh_r.getcwd(cwd, sizeof cwd)) {
+            SH_SCRATCH(t);
+            char *cwd = t->a;
+            if (!sh_r.getcwd || !sh_r.getcwd(cwd, SH_PATH)) {
                 snprintf(start_error, sizeof start_error,
                          "HFS3_CACHE_DIR=%.200s is relative and the working directory is unknown", c);
                 goto fail;
@@ -67,8 +68,9 @@ void sh_cache_from_env(void)
     }
     strip_slashes(sh_cache);
     /* "." and ".." inside are harmless for the kernel, but the skeleton's paths are compared as strings */
-    char norm[SH_PATH];
-    if (sh_normalise(sh_cache, norm, sizeof norm, NULL) == 0)
+    SH_SCRATCH(t);
+    char *norm = t->a;
+    if (sh_normalise(sh_cache, norm, SH_PATH, NULL) == 0)
         memcpy(sh_cache, norm, strlen(norm) + 1);
     snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
     return;
@@ -83,11 +85,12 @@ fail:
 /* 0 when dir can be this user's cache (created when missing, parents 0700): else -errno, *why set. */
 static int check_dir(const char *dir, const char **why)
 {
-    char b[SH_PATH];
+    SH_SCRATCH(t);
+    char *b = t->a;
     size_t n = strlen(dir);
     struct stat st;
     uid_t me = geteuid();
-    if (n >= sizeof b || dir[0] != '/') {
+    if (n >= SH_PATH || dir[0] != '/') {
         *why = "not an absolute path";
         return -EINVAL;
     }
@@ -147,11 +150,12 @@ static int check_dir(const char *dir, const char **why)
  * else can write (an existing one is never chmod-ed or followed). */
 static int fallback(char *out, size_t n)
 {
-    const char *t = getenv("TMPDIR");
-    const char *base = t && t[0] == '/' ? t : "/var/tmp";
-    char d[SH_PATH];
+    const char *tmpdir = getenv("TMPDIR");
+    const char *base = tmpdir && tmpdir[0] == '/' ? tmpdir : "/var/tmp";
+    SH_SCRATCH(t);
+    char *d = t->a;
     struct stat st;
-    if ((size_t)snprintf(d, sizeof d, "%s/hfs3-%u", base, (unsigned)geteuid()) >= sizeof d)
+    if ((size_t)snprintf(d, SH_PATH, "%s/hfs3-%u", base, (unsigned)geteuid()) >= SH_PATH)
         return -ENAMETOOLONG;
     strip_slashes(d);
     if (sh_r.mkdir(d, 0700) < 0 && errno != EEXIST)
@@ -186,8 +190,9 @@ static int decide(void)
         sh_log(0, "cache directory %s: %s: mounts fail with EIO", sh_cache, why);
         return -EIO;
     }
-    char fb[SH_PATH];
-    int rc = fallback(fb, sizeof fb);
+    SH_SCRATCH(t);
+    char *fb = t->a;
+    int rc = fallback(fb, SH_PATH);
     if (rc < 0) {
         sh_log(0, "cache directory %s: %s, and the fallback under $TMPDIR or /var/tmp is not usable (%s): mounts "
                "fail with EIO", no_default ? "(none: no HOME)" : sh_cache, why ? why : "no HOME", strerror(-rc));
@@ -204,7 +209,8 @@ static int decide(void)
 static int decide_all(void)
 {
     int rc = decide();
-    char tmp[PATH_MAX];
+    SH_SCRATCH(t);
+    char *tmp = t->a;
     if (rc == 0 && sh_r.realpath(sh_cache, tmp) && strlen(tmp) < sizeof sh_cache_real)
         memcpy(sh_cache_real, tmp, strlen(tmp) + 1);
     return rc;

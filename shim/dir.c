@@ -109,7 +109,7 @@ typedef DIR *(*opendir_fn)(const char *);
 SH_EXPORT DIR *opendir(const char *p)
 {
     opendir_fn real = REAL(opendir, opendir_fn);
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     int k = sh_classify(AT_FDCWD, p, &l);
     if (k == L_ANC) {
@@ -126,7 +126,7 @@ SH_EXPORT DIR *opendir(const char *p)
 
 SH_EXPORT DIR *fdopendir(int fd)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_fd_dirloc(fd, &l)) {
         DIR *d = dir_new(fd, &l);
@@ -298,7 +298,7 @@ oom:
 
 SH_EXPORT int scandir(const char *p, struct dirent ***list, filt_fn filter, cmp_fn compar)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
         int r = REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn))(p, list, filter, compar);
@@ -316,7 +316,7 @@ SH_EXPORT int scandir64(const char *p, struct dirent64 ***list, int (*filter)(co
 
 SH_EXPORT int scandirat(int dfd, const char *p, struct dirent ***list, filt_fn filter, cmp_fn compar)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(dfd, p, &l) == L_NONE) {
         int r = REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn))(dfd, p, list, filter,

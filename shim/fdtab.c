@@ -135,16 +135,17 @@ int sh_fd_dirloc(int fd, struct sh_loc *l)
         if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2)
             return 0;
         const char *r = m->broken ? "" : sh_epath(m, f.e);
-        char b[SH_PATH * 2];
-        snprintf(b, sizeof b, "%s%s%s", m->path, *r ? "/" : "", r);
-        return sh_classify_abs(b, l) != L_NONE;
+        SH_SCRATCH(t);
+        snprintf(t->a, SH_SCR, "%s%s%s", m->path, *r ? "/" : "", r);
+        return sh_classify_abs(t->a, l) != L_NONE;
     }
-    char pp[64], real[PATH_MAX], lg[SH_PATH];
+    SH_SCRATCH(t);
+    char pp[32], *real = t->a, *lg = t->b;
     snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-    ssize_t k = sh_r.readlink(pp, real, sizeof real - 1);
+    ssize_t k = sh_r.readlink(pp, real, SH_SCR - 1);
     if (k <= 0)
         return 0;
     real[k] = 0;
-    return sh_map_back(real, lg, sizeof lg) && sh_classify_abs(lg, l) != L_NONE;
+    return sh_map_back(real, lg, SH_PATH) && sh_classify_abs(lg, l) != L_NONE;
 }
 

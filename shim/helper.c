@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 
 extern char **environ;
 
@@ -46,8 +45,8 @@ static const char *helper_path(char *buf, size_t n)
  * descriptor 3, nothing else inherited, no LD_PRELOAD, default signal dispositions. pid or -errno. */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
 {
-    char hb[SH_PATH];
-    argv[0] = (char *)helper_path(hb, sizeof hb);
+    SH_SCRATCH(t);
+    argv[0] = (char *)helper_path(t->a, SH_SCR);
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
@@ -201,30 +200,53 @@ static long long now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* Waits until fd holds LOCK_EX. Polls LOCK_NB between reads of a timerfd: read(2) of a timerfd is restarted
- * after a handler installed with SA_RESTART and fails with EINTR after one without, which is exactly how a
- * blocking flock would behave, so a host's Ctrl-C (Python installs SIGINT without SA_RESTART) ends the wait
- * at once while other signals do not. A stall (none of the progress files changed for sh_stall seconds; 0:
- * never) ends it with -ETIMEDOUT. 0 or -errno. */
+/* Waits up to ms for a signal that the caller's mask lets through (all are blocked in this thread meanwhile).
+ * 0 on timeout or a signal whose handler has SA_RESTART (the handler has run when this returns), -EINTR for
+ * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
+ * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
+ * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
+static int sig_wait(const sigset_t *old, long ms)
+{
+    sigset_t set;
+    sigfillset(&set);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(old, sig) == 1)
+            sigdelset(&set, sig);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    siginfo_t si;
+    int sig = sigtimedwait(&set, &si, &ts);
+    if (sig <= 0)
+        return 0;
+    struct sigaction sa;
+    sigaction(sig, NULL, &sa);
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &si);
+    sigset_t cur;
+    pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
+    pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+        return 0;
+    return (sa.sa_flags & SA_RESTART) ? 0 : -EINTR;
+}
+
+/* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
+ * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
+ * (none of the progress files changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
 static int lock_wait(int fd, const char *prog1, const char *prog2)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
     if (errno != EWOULDBLOCK && errno != EINTR)
         return -errno;
-    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-    if (tfd < 0)
-        return -errno;
-    struct itimerspec it = {{0, 20000000}, {0, 5000000}};   /* first look after 5 ms, then every 20 ms */
-    timerfd_settime(tfd, 0, &it, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     long long last = stamp(prog1) ^ (stamp(prog2) << 1), since = now_ms();
+    long wait = 5;
     int rc;
     for (;;) {
-        uint64_t ticks;
-        if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EINTR) {
-            rc = -EINTR;
+        if ((rc = sig_wait(&old, wait)) < 0)
             break;
-        }
+        wait = 20;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             rc = 0;
             break;
@@ -242,7 +264,7 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
             break;
         }
     }
-    sh_r.close(tfd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
@@ -303,10 +325,11 @@ void sh_locks_after_fork(void)
     int dfd = sh_r.open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return;
-    char buf[1024], pp[64], link[SH_PATH];
+    SH_SCRATCH(t);
+    char *buf = t->a, pp[32], *link = t->b;
     long n;
     size_t cl = strlen(sh_cache_real);
-    while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+    while ((n = syscall(SYS_getdents64, dfd, buf, SH_SCR)) > 0) {
         for (long off = 0; off < n;) {
             struct dirent64 *d = (struct dirent64 *)(buf + off);
             off += d->d_reclen;
@@ -314,7 +337,7 @@ void sh_locks_after_fork(void)
             if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dfd)
                 continue;
             snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-            ssize_t k = sh_r.readlink(pp, link, sizeof link - 1);
+            ssize_t k = sh_r.readlink(pp, link, SH_SCR - 1);
             if (k <= 0)
                 continue;
             link[k] = 0;
@@ -338,10 +361,11 @@ void sh_mkdirs(const char *path)
         return;
     int shared = sh_cache_shared();
     mode_t mode = shared ? 02770 : 0700;
-    char b[SH_PATH];
+    SH_SCRATCH(t);
+    char *b = t->a;
     size_t n = strlen(path), cl = strlen(sh_cache);
     /* only below the cache, which sh_cache_ready made */
-    if (n >= sizeof b || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
+    if (n >= SH_SCR || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
         return;
     memcpy(b, path, n + 1);
     for (char *p = b + cl + 1;; p++) {

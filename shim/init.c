@@ -129,11 +129,12 @@ static void parse_env(void)
         const char *end = strchr(ms, ';');
         size_t len = end ? (size_t)(end - ms) : strlen(ms);
         const char *eq = memchr(ms, '=', len);
-        char local[SH_PATH];
+        SH_SCRATCH(t);
+        char *local = t->a;
         struct sh_mount *m = &sh_mounts[sh_nmounts];
         if (len == 0)
             goto next;
-        if (!eq || eq == ms || (size_t)(eq - ms) >= sizeof local || ms[0] != '/' ||
+        if (!eq || eq == ms || (size_t)(eq - ms) >= SH_PATH || ms[0] != '/' ||
             len - (size_t)(eq - ms) - 1 >= sizeof m->remote || len - (size_t)(eq - ms) - 1 == 0) {
             env_err("HFS3_MOUNTS: ignoring \"%.*s\" (want /LOCALPATH=REMOTE)",
                      (int)(len > 200 ? 200 : len), ms);

@@ -26,6 +26,7 @@ static unsigned char dtype(uint32_t t)
 
 int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), void *arg)
 {
+    SH_SCRATCH(t);
     struct sh_dent d;
     struct stat st;
     int rc;
@@ -61,10 +62,9 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
                 continue;
             memcpy(d.name, s, k);
             d.name[k] = 0;
-            struct sh_loc c;
-            char full[SH_PATH * 2];
-            snprintf(full, sizeof full, "%s/%s", l->path, d.name);
-            d.ino = sh_classify_abs(full, &c) != L_NONE && sh_stat(&c, 1, &st) == 0 ? st.st_ino : 1;
+            SH_LOC(c);
+            snprintf(t->b, SH_SCR, "%s/%s", l->path, d.name);
+            d.ino = sh_classify_abs(t->b, &c) != L_NONE && sh_stat(&c, 1, &st) == 0 ? st.st_ino : 1;
             if ((rc = fn(arg, &d)) < 0)
                 return rc;
         }
@@ -80,7 +80,7 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
     if (rc < 0)
         return rc;
     const struct hfs3_index_entry *x = &m->ents[e];
-    char rp[SH_PATH + 64];
+    char *rp = t->a;
     for (uint32_t i = 0; i < x->child_count; i++) {
         uint32_t c = m->kids[x->child_first + i];
         const struct hfs3_index_entry *y = &m->ents[c];
@@ -89,7 +89,7 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
         memcpy(d.name, m->strs + y->name_off, y->name_len + 1);
         d.type = dtype(y->type);
         if (y->type == HFS3_IX_DIR) {
-            sh_tree_path(m, sh_epath(m, c), rp, sizeof rp);
+            sh_tree_path(m, sh_epath(m, c), rp, SH_SCR);
             d.ino = sh_stat_skel(rp, &st) == 0 ? st.st_ino : 1;
         } else {
             sh_stat_synth(m, c, &st);

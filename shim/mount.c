@@ -76,18 +76,19 @@ static int index_fresh(const void *arg)
 
 static void load(struct sh_mount *m)
 {
-    char p[SH_PATH + 64], lk[SH_PATH + 64];
+    SH_SCRATCH(t);
+    char *p = t->a, *lk = t->b, *why = t->c;
     if (sh_cache_ready() < 0) {
         m->broken = 1;   /* logged once by sh_cache_ready */
         return;
     }
-    snprintf(p, sizeof p, "%s/index", m->dir);
+    snprintf(p, SH_SCR, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;
     time_t now = time(NULL);
     if ((!have || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
         sh_mkdirs(m->dir);
-        snprintf(lk, sizeof lk, "%s/lock", m->dir);
+        snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
         struct fresh f = {p, have ? stamp_of(&st) : 0};
@@ -117,11 +118,10 @@ static void load(struct sh_mount *m)
     }
     if (fd >= 0)
         sh_r.close(fd);
-    snprintf(lk, sizeof lk, "%s/tree", m->dir);
+    snprintf(lk, SH_SCR, "%s/tree", m->dir);
     if (m->broken) {
-        char why[512];
-        snprintf(p, sizeof p, "%s/error", m->dir);
-        sh_read_line(p, why, sizeof why);
+        snprintf(p, SH_SCR, "%s/error", m->dir);
+        sh_read_line(p, why, 512);
         sh_log(0, "%s: no manifest for %s: %s", m->path, m->remote,
                why[0] ? why : sh_offline ? "HFS3_OFFLINE=1 and none cached" : "no index in the cache");
         sh_mkdirs(lk);

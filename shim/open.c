@@ -59,14 +59,14 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
     }
     if (sh_in_vfork())
         return -EIO;
-    char lk[SH_PATH + 128];
-    snprintf(lk, sizeof lk, "%s/locks", sh_cache);
+    SH_SCRATCH(t);
+    char *lk = t->a, *part = t->b, *done = t->c, *why = t->d;
+    snprintf(lk, SH_SCR, "%s/locks", sh_cache);
     sh_mkdirs(lk);
-    snprintf(lk, sizeof lk, "%s/locks/%s.lock", sh_cache, hex);
+    snprintf(lk, SH_SCR, "%s/locks/%s.lock", sh_cache, hex);
     char *argv[] = {NULL, "_get", "--lock-fd", "3", m->remote, (char *)sh_epath(m, e), NULL};
-    char part[SH_PATH + 128], done[SH_PATH + 128];
-    snprintf(part, sizeof part, "%s/tmp/%s.part", sh_cache, hex);
-    snprintf(done, sizeof done, "%s/tmp/%s.done", sh_cache, hex);
+    snprintf(part, SH_SCR, "%s/tmp/%s.part", sh_cache, hex);
+    snprintf(done, SH_SCR, "%s/tmp/%s.done", sh_cache, hex);
     struct sh_lockjob j = {lk, blob_there, blob, argv, 1, part, done};
     int rc = sh_run_locked(&j);
     if (rc == -EINTR)
@@ -82,9 +82,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
     }
     if (sh_exists(blob))
         return 0;
-    char why[512];
-    snprintf(lk, sizeof lk, "%s/fails/%s.err", sh_cache, hex);
-    sh_read_line(lk, why, sizeof why);
+    snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
+    sh_read_line(lk, why, 512);
     sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why[0] ? why : "(no reason recorded)");
     return -EIO;
 }
@@ -93,7 +92,8 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
 {
     int keep = flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_PATH);
     int wr = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
-    char rp[SH_PATH + 64];
+    SH_SCRATCH(t);
+    char *rp = t->a;
     int fd;
     struct stat ast;
     if (l->kind == L_ANC && sh_r.lstat(l->path, &ast) == 0) {
@@ -105,7 +105,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         return -EROFS;
     if (l->kind == L_ANC) {
         struct stat st;
-        sh_anc_path(l->path, rp, sizeof rp);
+        sh_anc_path(l->path, rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -ENOENT;
         fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
@@ -123,9 +123,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         return rc;
     struct sh_mount *m = (struct sh_mount *)cm;
     struct stat st;
-    uint32_t t = rc == 1 ? HFS3_IX_DIR : m->ents[e].type;
-    if (t == HFS3_IX_DIR) {
-        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, sizeof rp);
+    uint32_t ty = rc == 1 ? HFS3_IX_DIR : m->ents[e].type;
+    if (ty == HFS3_IX_DIR) {
+        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -EIO;
         fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
@@ -136,16 +136,16 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     }
     if (flags & O_DIRECTORY)
         return -ENOTDIR;
-    if (t == HFS3_IX_SYMLINK && !(flags & O_PATH))
+    if (ty == HFS3_IX_SYMLINK && !(flags & O_PATH))
         return -ELOOP;
     if (flags & O_PATH) {
         /* never fetch: a path descriptor on the parent's skeleton dir, with the entry's identity */
-        sh_tree_path(m, sh_epath(m, m->ents[e].parent), rp, sizeof rp);
+        sh_tree_path(m, sh_epath(m, m->ents[e].parent), rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -EIO;
         fd = sh_r.open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC));
     } else {
-        if ((rc = ensure_blob(m, e, rp, sizeof rp)) < 0)
+        if ((rc = ensure_blob(m, e, rp, SH_SCR)) < 0)
             return rc;
         fd = sh_r.open(rp, O_RDONLY | keep);
         if (fd >= 0)

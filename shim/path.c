@@ -18,8 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static char cache_real[SH_PATH];   /* realpath of sh_cache, filled on first need (not in a vfork child) */
-static int cwd_state;              /* 0 unknown, 1 cwd is not in a mount (set only outside vfork children) */
+/* What is known of the cwd: bit 0 set = it is not in a mount's skeleton; the rest is a generation that every
+ * chdir/fchdir bumps, so a thread that looked at the cwd before another thread's chdir cannot store a stale
+ * answer (its compare-and-swap fails). */
+static unsigned long cwd_word;
 
 /* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
  * 0 or -ENAMETOOLONG. */
@@ -64,7 +66,10 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
     l->kind = L_NONE;
     if (!maybe)
         return L_NONE;
-    if (sh_normalise(path, l->path, sizeof l->path, &l->slash) < 0)
+    if (!l->scr)
+        l->scr = sh_scratch_get();
+    l->path = l->scr->a;
+    if (sh_normalise(path, l->path, SH_PATH, &l->slash) < 0)
         return L_NONE;
     size_t len = strlen(l->path);
     for (int i = 0; i < sh_nmounts; i++) {
@@ -89,18 +94,6 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
     return L_NONE;
 }
 
-/* Fills cache_real once (best effort). */
-static const char *cache_realpath(char *tmp)
-{
-    if (cache_real[0])
-        return cache_real;
-    if (!sh_r.realpath(sh_cache, tmp))
-        return NULL;
-    if (!sh_in_vfork())
-        strcpy(cache_real, tmp);
-    return tmp;
-}
-
 static int map_under(const char *real, const char *cache, char *out, size_t outn)
 {
     size_t cl = strlen(cache);
@@ -109,7 +102,7 @@ static int map_under(const char *real, const char *cache, char *out, size_t outn
     const char *r = real + cl + 8;
     if (!strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9])) {
         const char *tail = r + 9;
-        struct sh_loc l;
+        SH_LOC(l);
         if (sh_classify_abs(*tail ? tail : "/", &l) != L_ANC)
             return 0;
         return (size_t)snprintf(out, outn, "%s", l.path) < outn;
@@ -128,38 +121,49 @@ int sh_map_back(const char *real, char *out, size_t outn)
         return 0;
     if (map_under(real, sh_cache, out, outn))
         return 1;
-    char tmp[PATH_MAX];
-    const char *cr = cache_realpath(tmp);
-    return cr && map_under(real, cr, out, outn);
+    if (sh_cache_real[0])
+        return map_under(real, sh_cache_real, out, outn);
+    /* the cache is not decided in this process yet (a cwd inherited from the parent): its real path now */
+    SH_SCRATCH(t);
+    return sh_r.realpath(sh_cache, t->a) && map_under(real, t->a, out, outn);
 }
 
-/* The cwd's logical path when it is inside the skeleton of a mount (or an ancestor): 1 and base filled. */
-static int cwd_logical(char *base, size_t n)
+/* Classifies path relative to the cwd when the cwd is inside the skeleton of a mount (or an ancestor). */
+static int cwd_classify(const char *path, struct sh_loc *l)
 {
-    if (__atomic_load_n(&cwd_state, __ATOMIC_RELAXED) == 1)
-        return 0;
-    char buf[PATH_MAX];
-    if (!sh_r.getcwd(buf, sizeof buf))
-        return 0;
-    if (sh_map_back(buf, base, n))
-        return 1;
+    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_ACQUIRE);
+    if (w & 1)
+        return L_NONE;
+    SH_SCRATCH(t);
+    if (!sh_r.getcwd(t->a, SH_SCR))
+        return L_NONE;
+    if (sh_map_back(t->a, t->b, SH_PATH)) {
+        if ((size_t)snprintf(t->c, SH_SCR, "%s/%s", t->b, path) >= SH_SCR)
+            return L_NONE;
+        return sh_classify_abs(t->c, l);
+    }
+    /* not in a mount: remember it, unless a chdir came in between (vfork children share the word: no) */
     if (!sh_in_vfork())
-        __atomic_store_n(&cwd_state, 1, __ATOMIC_RELAXED);
-    return 0;
+        __atomic_compare_exchange_n(&cwd_word, &w, w | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    return L_NONE;
 }
 
 void sh_cwd_changed(void)
 {
-    if (!sh_in_vfork())
-        __atomic_store_n(&cwd_state, 0, __ATOMIC_RELAXED);
+    /* a new generation, "unknown" (bit 0 clear); in a vfork child too: the parent's cwd is not affected, but
+     * forgetting costs the parent one getcwd, while a stale "not in a mount" would answer wrongly */
+    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_RELAXED), n;
+    do
+        n = (w | 1) + 1;
+    while (!__atomic_compare_exchange_n(&cwd_word, &w, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
 static int join_classify(const char *base, const char *path, struct sh_loc *l)
 {
-    char full[SH_PATH * 2];
-    if ((size_t)snprintf(full, sizeof full, "%s/%s", base, path) >= sizeof full)
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/%s", base, path) >= SH_SCR)
         return L_NONE;
-    return sh_classify_abs(full, l);
+    return sh_classify_abs(t->a, l);
 }
 
 int sh_classify(int dirfd, const char *path, struct sh_loc *l)
@@ -176,11 +180,9 @@ int sh_classify(int dirfd, const char *path, struct sh_loc *l)
     int e = errno;
     int k = L_NONE;
     if (dirfd == AT_FDCWD) {
-        char base[SH_PATH];
-        if (cwd_logical(base, sizeof base))
-            k = join_classify(base, path, l);
+        k = cwd_classify(path, l);
     } else {
-        struct sh_loc b;
+        SH_LOC(b);
         if (sh_fd_dirloc(dirfd, &b))
             k = join_classify(b.path, path, l);
     }
@@ -202,9 +204,10 @@ static int parent_rules_out(const char *abs)
     const char *slash = strrchr(abs, '/');
     if (comps < 5 || !slash || slash == abs || !slash[1] || sh_dot_comp(slash + 1, strlen(slash + 1)))
         return 0;
-    char dir[SH_PATH], real[SH_PATH], full[SH_PATH * 2], pp[64];
+    SH_SCRATCH(t);
+    char *dir = t->a, *real = t->b, *full = t->c, pp[32];
     size_t dl = (size_t)(slash - abs);
-    if (dl >= sizeof dir)
+    if (dl >= SH_PATH)
         return 0;
     memcpy(dir, abs, dl);
     dir[dl] = 0;
@@ -214,13 +217,13 @@ static int parent_rules_out(const char *abs)
     struct stat st;
     int last_is_link = sh_r.fstatat(fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
     snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-    ssize_t k = sh_r.readlink(pp, real, sizeof real - 1);
+    ssize_t k = sh_r.readlink(pp, real, SH_PATH - 1);
     sh_r.close(fd);
     if (last_is_link || k <= 0 || real[0] != '/')
         return 0;
     real[k] = 0;
-    struct sh_loc l;
-    if ((size_t)snprintf(full, sizeof full, "%s%s", real, slash) >= sizeof full)
+    SH_LOC(l);
+    if ((size_t)snprintf(full, SH_SCR, "%s%s", real, slash) >= SH_SCR)
         return 0;
     return sh_classify_abs(full, &l) == L_NONE;
 }
@@ -231,26 +234,28 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
     if (!sh_nmounts || !path || !*path)
         return L_NONE;
     int e = errno;
-    char rem[SH_PATH * 2], res[SH_PATH], tmp[SH_PATH * 2];
+    SH_SCRATCH(t);
+    /* rem: what is left to walk; res: the resolved real prefix; tmp, tgt: for splicing in a link's target */
+    char *rem = t->a, *res = t->b, *tmp = t->c, *tgt = t->d;
     if (path[0] == '/') {
-        if (strlen(path) >= sizeof rem)
+        if (strlen(path) >= SH_SCR)
             goto none;
         strcpy(rem, path);
     } else {
-        char base[PATH_MAX], lg[SH_PATH];
+        char *base = tmp, *lg = tgt;
         if (dirfd == AT_FDCWD) {
-            if (!sh_r.getcwd || !sh_r.getcwd(base, sizeof base))
+            if (!sh_r.getcwd || !sh_r.getcwd(base, SH_SCR))
                 goto none;
         } else {
-            char pp[64];
+            char pp[32];
             snprintf(pp, sizeof pp, "/proc/self/fd/%d", dirfd);
-            ssize_t k = sh_r.readlink(pp, base, sizeof base - 1);
+            ssize_t k = sh_r.readlink(pp, base, SH_SCR - 1);
             if (k <= 0 || base[0] != '/')
                 goto none;
             base[k] = 0;
         }
-        const char *b = sh_map_back(base, lg, sizeof lg) ? lg : base;
-        if ((size_t)snprintf(rem, sizeof rem, "%s/%s", b, path) >= sizeof rem)
+        const char *b = sh_map_back(base, lg, SH_PATH) ? lg : base;
+        if ((size_t)snprintf(rem, SH_SCR, "%s/%s", b, path) >= SH_SCR)
             goto none;
     }
     if (parent_rules_out(rem))
@@ -269,15 +274,15 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
             res[rl] = 0;
             continue;
         }
-        if (rl + 1 + n >= sizeof res)
+        if (rl + 1 + n >= SH_PATH)
             goto none;
         res[rl] = '/';
         memcpy(res + rl + 1, s, n);
         res[rl + 1 + n] = 0;
-        struct sh_loc c;
+        SH_LOC(c);
         int ck = sh_classify_abs(res, &c);
         if (ck != L_NONE) {
-            if ((size_t)snprintf(tmp, sizeof tmp, "%s%s", res, p) >= sizeof tmp)
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", res, p) >= SH_SCR)
                 goto none;
             int fk = sh_classify_abs(tmp, l);
             if (fk == L_MNT || (fk == L_ANC && ck == L_ANC)) {
@@ -285,13 +290,12 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
                 return fk;
             }
         }
-        char tgt[SH_PATH];
-        ssize_t k = sh_r.readlink(res, tgt, sizeof tgt - 1);
+        ssize_t k = sh_r.readlink(res, tgt, SH_PATH - 1);
         if (k >= 0) {
             if (++hops > SH_MAX_HOPS)
                 goto none;
             tgt[k] = 0;
-            if ((size_t)snprintf(tmp, sizeof tmp, "%s%s", tgt, p) >= sizeof rem)
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", tgt, p) >= SH_SCR)
                 goto none;
             strcpy(rem, tmp);
             p = rem;

@@ -76,14 +76,28 @@ extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constr
 extern int sh_nmounts;
 extern char sh_cache[SH_PATH];
 
+/* Scratch buffers off the stack (scratch.c): SH_SCRATCH(s) gives s->a .. s->d, given back at the end of the
+ * scope. The stack budget (docs/internals.md) allows no PATH_MAX array in a frame. */
+#define SH_SCR 8192
+struct sh_scratch {
+    char a[SH_SCR], b[SH_SCR], c[SH_SCR], d[SH_SCR];
+};
+struct sh_scratch *sh_scratch_get(void);
+void sh_scratch_put(struct sh_scratch **s);
+#define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
+
 enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };
 struct sh_loc {
     int kind;
     int m;                     /* mount (L_MNT; for L_ANC the first mount below it) */
     int slash;                 /* the spelling ended in '/': the result must be a directory */
     const char *rel;           /* L_MNT: the path inside the mount ("" for its root), points into path */
-    char path[SH_PATH];        /* normalised absolute logical path */
+    char *path;                /* normalised absolute logical path (SH_PATH bytes of scr) */
+    struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
+void sh_loc_done(struct sh_loc *l);
+/* A location on the stack: small; its scratch (if any) is given back at the end of the scope. */
+#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL}
 
 /* fd table kinds */
 enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };

@@ -45,8 +45,9 @@ static uint32_t child(const struct sh_mount *m, uint32_t dir, const char *name, 
 /* Walks rel (inside mount m) following symlinks (the last one only with follow). 0 and *out, or -errno. */
 static int walk(const struct sh_mount *m, const char *rel, int follow, uint32_t *out)
 {
-    char rem[SH_PATH * 2];
-    if (strlen(rel) >= sizeof rem)
+    SH_SCRATCH(t);
+    char *rem = t->a, *tmp = t->b;
+    if (strlen(rel) >= SH_SCR)
         return -ENAMETOOLONG;
     strcpy(rem, rel);
     uint32_t cur = 0;
@@ -74,11 +75,10 @@ static int walk(const struct sh_mount *m, const char *rel, int follow, uint32_t 
         if (m->ents[c].type == HFS3_IX_SYMLINK && (*q || follow || *p == '/')) {
             if (++hops > SH_MAX_HOPS)
                 return -ELOOP;
-            const char *t = m->strs + m->ents[c].target_off;
-            if (t[0] == '/')
+            const char *tg = m->strs + m->ents[c].target_off;
+            if (tg[0] == '/')
                 return -ENOENT;
-            char tmp[SH_PATH * 2];
-            if ((size_t)snprintf(tmp, sizeof tmp, "%s%s", t, p) >= sizeof tmp)
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", tg, p) >= SH_SCR)
                 return -ENAMETOOLONG;
             strcpy(rem, tmp);
             p = rem;
@@ -191,11 +191,12 @@ static void stat_dir_synth(const char *logical, struct stat *st)
 
 int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
 {
-    char rp[SH_PATH + 64];
+    SH_SCRATCH(t);
+    char *rp = t->a;
     if (l->kind == L_ANC) {
         if ((follow ? sh_r.stat : sh_r.lstat)(l->path, st) == 0)
             return 0;
-        sh_anc_path(l->path, rp, sizeof rp);
+        sh_anc_path(l->path, rp, SH_SCR);
         if (sh_stat_skel(rp, st) == 0)
             return 0;
         stat_dir_synth(l->path, st);
@@ -205,13 +206,13 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
     uint32_t e;
     int rc = sh_resolve(l, follow, &m, &e);
     if (rc == -EAGAIN) {
-        sh_tree_path(&sh_mounts[l->m], l->rel, rp, sizeof rp);
+        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
         return sh_stat_skel(rp, st);
     }
     if (rc < 0)
         return rc;
     if (rc == 1 || m->ents[e].type == HFS3_IX_DIR) {
-        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, sizeof rp);
+        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
         if (sh_stat_skel(rp, st) == 0)
             return 0;
         if (rc == 1) {
@@ -251,10 +252,12 @@ int sh_realpath(const struct sh_loc *l, char out[SH_PATH])
     if (l->kind == L_ANC) {
         struct stat st;
         if (sh_r.stat(l->path, &st) == 0) {
-            char tmp[PATH_MAX];
-            if (!sh_r.realpath(l->path, tmp))
+            SH_SCRATCH(t);
+            if (!sh_r.realpath(l->path, t->a))
                 return -errno;
-            snprintf(out, SH_PATH, "%s", tmp);
+            if (strlen(t->a) >= SH_PATH)
+                return -ENAMETOOLONG;
+            memcpy(out, t->a, strlen(t->a) + 1);
             return 0;
         }
         snprintf(out, SH_PATH, "%s", l->path);
@@ -288,14 +291,15 @@ int sh_access(const struct sh_loc *l, int mode)
 
 int sh_chdir(const struct sh_loc *l)
 {
-    char rp[SH_PATH + 64];
+    SH_SCRATCH(t);
+    char *rp = t->a;
     struct stat st;
     if (l->kind == L_ANC) {
         if (sh_r.chdir(l->path) == 0)
             return 0;
         if (errno != ENOENT)
             return -errno;
-        sh_anc_path(l->path, rp, sizeof rp);
+        sh_anc_path(l->path, rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -ENOENT;
         return sh_r.chdir(rp) == 0 ? 0 : -errno;
@@ -305,14 +309,14 @@ int sh_chdir(const struct sh_loc *l)
     int rc = sh_resolve(l, 1, &m, &e);
     if (rc == -EAGAIN) {
         /* a vfork child (subprocess cwd=): the skeleton is a real directory, no state needed */
-        sh_tree_path(&sh_mounts[l->m], l->rel, rp, sizeof rp);
+        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
         return sh_r.chdir(rp) == 0 ? 0 : -errno;
     }
     if (rc < 0)
         return rc;
     if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
         return -ENOTDIR;
-    sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, sizeof rp);
+    sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
     if (sh_stat_skel(rp, &st) < 0)
         return -EIO;
     return sh_r.chdir(rp) == 0 ? 0 : -errno;
