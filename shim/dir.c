@@ -136,12 +136,13 @@ SH_EXPORT DIR *fdopendir(int fd)
     }
     if (sh_nmounts) {
         /* a descriptor of a skeleton dir the table does not know (opened relative to one, or dup'ed) */
-        char pp[64], real[4096], lg[SH_PATH];
+        SH_SCRATCH(t);
+        char pp[32], *real = t->a, *lg = t->b;
         snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-        ssize_t k = sh_r.readlink(pp, real, sizeof real - 1);
+        ssize_t k = sh_r.readlink(pp, real, SH_SCR - 1);
         if (k > 0) {
             real[k] = 0;
-            if (sh_map_back(real, lg, sizeof lg) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) {
+            if (sh_map_back(real, lg, SH_PATH) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) {
                 DIR *d = dir_new(fd, &l);
                 if (d)
                     errno = e;

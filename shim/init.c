@@ -41,17 +41,19 @@ void sh_log(int level, const char *fmt, ...)
 {
     if (level > sh_log_level)
         return;
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf, "hfs3: ");
+    SH_SCRATCH(t);
+    char *buf = t->a;
+    size_t cap = 1024;   /* one line, as long as a long path */
+    int n = snprintf(buf, cap, "hfs3: ");
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    int k = vsnprintf(buf + n, cap - (size_t)n - 1, fmt, ap);
     va_end(ap);
     if (k < 0)
         return;
     n += k;
-    if ((size_t)n > sizeof buf - 2)
-        n = (int)sizeof buf - 2;
+    if ((size_t)n > cap - 2)
+        n = (int)cap - 2;
     buf[n++] = '\n';
     ssize_t w = write(2, buf, (size_t)n);
     (void)w;
