@@ -112,11 +112,7 @@ SH_EXPORT DIR *opendir(const char *p)
     SH_LOC(l);
     int e = errno;
     int k = sh_classify(AT_FDCWD, p, &l);
-    if (k == L_ANC) {
-        DIR *d = real(l.path);   /* an ancestor that exists on disk lists as itself */
-        if (d || errno != ENOENT)
-            return d;
-    } else if (k == L_NONE) {
+    if (k == L_NONE) {
         DIR *d = real(p);
         if (d || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
             return d;
@@ -142,7 +138,9 @@ SH_EXPORT DIR *fdopendir(int fd)
         ssize_t k = sh_r.readlink(pp, real, SH_SCR - 1);
         if (k > 0) {
             real[k] = 0;
-            if (sh_map_back(real, lg, SH_PATH) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) {
+            /* or a real directory that is a mount's ancestor (fts and find open it, then fdopendir it) */
+            if ((sh_map_back(real, lg, SH_PATH) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) ||
+                sh_classify_abs(real, &l) == L_ANC) {
                 DIR *d = dir_new(fd, &l);
                 if (d)
                     errno = e;

@@ -24,6 +24,13 @@ static unsigned char dtype(uint32_t t)
     return t == HFS3_IX_DIR ? DT_DIR : t == HFS3_IX_FILE ? DT_REG : DT_LNK;
 }
 
+static void real_closedir(DIR *d)
+{
+    int e = errno;
+    REAL(closedir, int (*)(DIR *))(d);
+    errno = e;
+}
+
 int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), void *arg)
 {
     SH_SCRATCH(t);
@@ -45,6 +52,26 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
         return rc;
     if (l->kind == L_ANC) {
         size_t n = strlen(l->path);
+        DIR *rd = NULL;
+        struct stat rst;
+        if (sh_r.stat(l->path, &rst) == 0 && S_ISDIR(rst.st_mode)) {
+            /* an ancestor that exists on disk: its own entries, then the mounts below it that it lacks */
+            if (!(rd = REAL(opendir, DIR *(*)(const char *))(l->path)))
+                return -errno;
+            struct dirent64 *de;
+            while ((de = REAL(readdir64, struct dirent64 *(*)(DIR *))(rd))) {
+                if (sh_dot_comp(de->d_name, strlen(de->d_name)) || strlen(de->d_name) >= sizeof d.name)
+                    continue;
+                strcpy(d.name, de->d_name);
+                d.type = de->d_type;
+                d.ino = de->d_ino;
+                if ((rc = fn(arg, &d)) < 0) {
+                    real_closedir(rd);
+                    return rc;
+                }
+            }
+            d.type = DT_DIR;
+        }
         for (int i = 0; i < sh_nmounts; i++) {
             const struct sh_mount *m = &sh_mounts[i];
             if (m->len <= n || memcmp(m->path, l->path, n) || m->path[n] != '/')
@@ -62,13 +89,17 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
                 continue;
             memcpy(d.name, s, k);
             d.name[k] = 0;
+            if (rd && sh_r.fstatat(dirfd(rd), d.name, &rst, AT_SYMLINK_NOFOLLOW) == 0)
+                continue;   /* listed above */
             SH_LOC(c);
             snprintf(t->b, SH_SCR, "%s/%s", l->path, d.name);
             d.ino = sh_classify_abs(t->b, &c) != L_NONE && sh_stat(&c, 1, &st) == 0 ? st.st_ino : 1;
             if ((rc = fn(arg, &d)) < 0)
-                return rc;
+                break;
         }
-        return 0;
+        if (rd)
+            real_closedir(rd);
+        return rc < 0 ? rc : 0;
     }
     const struct sh_mount *m;
     uint32_t e;
