@@ -108,6 +108,13 @@ static int fd_get(int fd, struct fdent *out, struct stat *st)
     return 1;
 }
 
+int sh_fd_is_file(int fd)
+{
+    struct fdent f;
+    struct stat st;
+    return fd_get(fd, &f, &st) && f.kind == FD_FILE;
+}
+
 int sh_fd_stat(int fd, struct stat *st)
 {
     struct fdent f;
@@ -128,9 +135,11 @@ int sh_fd_dirloc(int fd, struct sh_loc *l)
 {
     struct fdent f;
     struct stat st;
-    if (!fd_get(fd, &f, &st) || f.kind == FD_FILE)
+    if (!fd_get(fd, &f, &st))
         return 0;
-    if (f.kind == FD_DIR) {
+    /* a file's (an O_PATH descriptor lives on its parent's skeleton dir): relative lookups under it must
+     * fail with ENOTDIR, as the walk does for "file/x" */
+    if (f.kind == FD_DIR || f.kind == FD_FILE) {
         const struct sh_mount *m = &sh_mounts[f.m];
         if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2)
             return 0;

@@ -101,8 +101,23 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         fd = sh_r.open(l->path, flags, mode);
         return fd >= 0 ? fd : -errno;
     }
-    if (wr)
-        return -EROFS;
+    if (wr) {
+        /* the answers of a read-only file system, in the kernel's order (t_shim_kernel.sh compares) */
+        struct stat st;
+        int rc = sh_stat(l, !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)), &st);
+        if (rc == -ENOENT && (flags & O_CREAT))
+            return -EROFS;
+        if (rc < 0)
+            return rc;
+        if ((flags & O_CREAT) && (flags & O_EXCL))
+            return -EEXIST;
+        int writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+        if (S_ISDIR(st.st_mode) && writes)
+            return -EISDIR;
+        if (writes)
+            return -EROFS;
+        flags &= ~(O_CREAT | O_APPEND);   /* an existing file, read only: what the kernel allows */
+    }
     if (l->kind == L_ANC) {
         struct stat st;
         sh_anc_path(l->path, rp, SH_SCR);

@@ -144,6 +144,8 @@ int sh_fd_dirloc(int fd, struct sh_loc *l);
 /* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
 int sh_fd_stat(int fd, struct stat *st);
 int sh_fd_ours(int fd);
+/* 1 when fd is a live descriptor the shim returned for a file (fchdir on it: ENOTDIR). */
+int sh_fd_is_file(int fd);
 /* Forgets and closes a descriptor the shim returned (a stream over it could not be made); errno kept. */
 void sh_fd_drop(int fd);
 /* Opens l with flags (sh_open) and wraps the descriptor in a stream (fdopen, a DIR*): the stream, with errno

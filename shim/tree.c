@@ -66,6 +66,8 @@ static int walk(const struct sh_mount *m, const char *rel, int follow, uint32_t 
             cur = m->ents[cur].parent;
             continue;
         }
+        if (n > NAME_MAX)
+            return -ENAMETOOLONG;
         uint32_t c = child(m, cur, s, n);
         if (c == HFS3_INDEX_NONE)
             return -ENOENT;
@@ -121,9 +123,9 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
     st->st_blksize = 4096;
     st->st_nlink = 1;
     if (x->type == HFS3_IX_FILE) {
-        uint64_t ino = 0;
-        memcpy(&ino, x->sha256, 8);
-        st->st_ino = (ino_t)(ino | (1ULL << 63));
+        /* by path, not content: two files with equal content are two files (du, tar, cp -a); links
+         * resolve to their target's entry first, so they share its identity */
+        st->st_ino = (ino_t)((fnv(m->remote, sh_epath(m, e)) >> 1) | (1ULL << 63));
         st->st_mode = S_IFREG | 0444;
         st->st_size = (off_t)x->size;
         st->st_blocks = (blkcnt_t)((x->size + 511) / 512);
@@ -229,6 +231,8 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
 
 ssize_t sh_readlink(const struct sh_loc *l, char *buf, size_t n)
 {
+    if (n == 0)
+        return -EINVAL;   /* as the kernel, before any lookup */
     if (l->kind == L_ANC) {
         ssize_t k = sh_r.readlink(l->path, buf, n);
         return k >= 0 ? k : errno == ENOENT ? -EINVAL : -errno;

@@ -474,6 +474,10 @@ SH_EXPORT int chdir(const char *p)
 
 SH_EXPORT int fchdir(int fd)
 {
+    if (sh_fd_is_file(fd)) {
+        errno = ENOTDIR;   /* an O_PATH descriptor of a mount file lives on its parent's skeleton dir */
+        return -1;
+    }
     int r = REAL(fchdir, int (*)(int))(fd);
     if (r == 0)
         sh_cwd_changed();
