@@ -205,10 +205,39 @@ static int decide(void)
     return 0;
 }
 
-/* decide() and then the real path (what /proc/self/fd and getcwd show) */
+static gid_t cache_gid;
+static int cache_group_shared;
+
+int sh_trusted_file(int fd, const char *what)
+{
+    struct stat st;
+    uid_t me = geteuid();
+    const char *why = NULL;
+    if (sh_r.fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_mode & S_IWOTH)
+        why = "writable by others";
+    else if (st.st_uid != me && st.st_uid != 0 && !(cache_group_shared && st.st_gid == cache_gid))
+        why = "owned by another user, outside the cache's group";
+    else if ((st.st_mode & S_IWGRP) && st.st_gid != cache_gid && st.st_uid != 0)
+        why = "writable by a group other than the cache's";
+    if (!why)
+        return 1;
+    sh_log(0, "%s: %s: not trusted, not read", what, why);
+    return 0;
+}
+
+/* decide() and then the real path (what /proc/self/fd and getcwd show), the group of a shared cache */
 static int decide_all(void)
 {
     int rc = decide();
+    struct stat st;
+    if (rc == 0 && sh_r.stat(sh_cache, &st) == 0) {
+        cache_gid = st.st_gid;
+        cache_group_shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+    }
     SH_SCRATCH(t);
     char *tmp = t->a;
     if (rc == 0 && sh_r.realpath(sh_cache, tmp) && strlen(tmp) < sizeof sh_cache_real)

@@ -384,9 +384,13 @@ void sh_mkdirs(const char *path)
 void sh_read_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
-    int fd = sh_r.open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return;
+    if (!sh_trusted_file(fd, path)) {
+        sh_r.close(fd);
+        return;
+    }
     ssize_t k = read(fd, out, n - 1);
     sh_r.close(fd);
     if (k < 0)

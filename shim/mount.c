@@ -100,7 +100,15 @@ static void load(struct sh_mount *m)
         /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
     }
     m->broken = 1;
-    int fd = sh_r.open(p, O_RDONLY | O_CLOEXEC);
+    int fd = sh_r.open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int refused = fd < 0 && errno == ELOOP;
+    if (refused)
+        sh_log(0, "%s: a symlink: not trusted, not read", p);
+    if (fd >= 0 && !sh_trusted_file(fd, p)) {
+        sh_r.close(fd);
+        fd = -1;
+        refused = 1;
+    }
     if (fd >= 0 && sh_r.fstat(fd, &st) == 0 && st.st_size > 0) {
         void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (base != MAP_FAILED && index_valid(base, (size_t)st.st_size)) {
@@ -119,7 +127,7 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken) {
+    if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
         sh_log(0, "%s: no manifest for %s: %s", m->path, m->remote,

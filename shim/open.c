@@ -162,7 +162,15 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     } else {
         if ((rc = ensure_blob(m, e, rp, SH_SCR)) < 0)
             return rc;
-        fd = sh_r.open(rp, O_RDONLY | keep);
+        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | keep);
+        if (fd < 0 && errno == ELOOP) {
+            sh_log(0, "%s: a symlink: not trusted, not read", rp);
+            return -EIO;
+        }
+        if (fd >= 0 && !sh_trusted_file(fd, rp)) {
+            sh_r.close(fd);
+            return -EIO;
+        }
         if (fd >= 0)
             maybe_prefetch(m, e);
     }

@@ -218,6 +218,9 @@ void sh_cache_from_env(void);
  * when it is not usable or a fallback is used); -EIO otherwise, and in a vfork child that finds it undecided. */
 int sh_cache_ready(void);
 void sh_cache_after_fork(void);
+/* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
+ * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
+int sh_trusted_file(int fd, const char *what);
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
