@@ -42,7 +42,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e demo bench fuzz mutate install clean deps FORCE
+.PHONY: all test unit e2e stack demo bench fuzz mutate install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -105,6 +105,11 @@ $(BUILD)/probes/fort/%: tests/probes/%.c
 deps:
 	@bash scripts/deps.sh
 
+# The shim's stack budget (docs/internals.md): the compiler's frame sizes summed along every call chain from
+# an exported symbol: 2 KiB for paths outside the mounts, 8 KiB inside. t_shim_stack.sh runs the guard-page test.
+stack: $(SHIM)
+	@python3 tests/stack_budget.py $(CC) $(SHIM_CFLAGS) -- $(SHIM) $(SHIM_SRC)
+
 # Unit tests run twice: plain, then under AddressSanitizer + UBSan.
 unit: $(UNIT_BIN) $(UNIT_SBIN)
 	@BUILD=$(BUILD) bash tests/run-unit.sh $(UNIT_BIN) $(UNIT_SBIN)
@@ -117,6 +122,7 @@ e2e: all $(HELPER_SAN) $(TOOL_BIN) $(PROBE_BIN)
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory stack
 	@$(MAKE) --no-print-directory e2e
 	@# a test that replaced /dev/null would break apt and every other user of the machine: say so loudly
 	@if [ -c /dev/null ]; then echo "/dev/null: still a character device"; \

@@ -109,14 +109,10 @@ typedef DIR *(*opendir_fn)(const char *);
 SH_EXPORT DIR *opendir(const char *p)
 {
     opendir_fn real = REAL(opendir, opendir_fn);
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     int k = sh_classify(AT_FDCWD, p, &l);
-    if (k == L_ANC) {
-        DIR *d = real(l.path);   /* an ancestor that exists on disk lists as itself */
-        if (d || errno != ENOENT)
-            return d;
-    } else if (k == L_NONE) {
+    if (k == L_NONE) {
         DIR *d = real(p);
         if (d || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
             return d;
@@ -126,7 +122,7 @@ SH_EXPORT DIR *opendir(const char *p)
 
 SH_EXPORT DIR *fdopendir(int fd)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_fd_dirloc(fd, &l)) {
         DIR *d = dir_new(fd, &l);
@@ -136,12 +132,15 @@ SH_EXPORT DIR *fdopendir(int fd)
     }
     if (sh_nmounts) {
         /* a descriptor of a skeleton dir the table does not know (opened relative to one, or dup'ed) */
-        char pp[64], real[4096], lg[SH_PATH];
+        SH_SCRATCH(t);
+        char pp[32], *real = t->a, *lg = t->b;
         snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-        ssize_t k = sh_r.readlink(pp, real, sizeof real - 1);
+        ssize_t k = sh_r.readlink(pp, real, SH_SCR - 1);
         if (k > 0) {
             real[k] = 0;
-            if (sh_map_back(real, lg, sizeof lg) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) {
+            /* or a real directory that is a mount's ancestor (fts and find open it, then fdopendir it) */
+            if ((sh_map_back(real, lg, SH_PATH) && sh_classify(AT_FDCWD, lg, &l) != L_NONE) ||
+                sh_classify_abs(real, &l) == L_ANC) {
                 DIR *d = dir_new(fd, &l);
                 if (d)
                     errno = e;
@@ -298,7 +297,7 @@ oom:
 
 SH_EXPORT int scandir(const char *p, struct dirent ***list, filt_fn filter, cmp_fn compar)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
         int r = REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn))(p, list, filter, compar);
@@ -316,7 +315,7 @@ SH_EXPORT int scandir64(const char *p, struct dirent64 ***list, int (*filter)(co
 
 SH_EXPORT int scandirat(int dfd, const char *p, struct dirent ***list, filt_fn filter, cmp_fn compar)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(dfd, p, &l) == L_NONE) {
         int r = REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn))(dfd, p, list, filter,

@@ -19,7 +19,6 @@
 
 #define SH_EXPORT __attribute__((visibility("default")))
 #define SH_PATH 4096
-#define SH_MAX_MOUNTS 16
 #define SH_MAX_HOPS 40
 #define SH_FD_MAX 16384
 
@@ -58,6 +57,7 @@ void *sh_sym(const char *name);
 struct sh_mount {
     char path[SH_PATH];        /* normalised local path, no trailing '/' */
     size_t len;
+    size_t first_len;          /* length of its first component, with the '/' (the fast path's one check) */
     char remote[1024];
     char key[17];
     char dir[SH_PATH];         /* CACHE/mounts/<key> */
@@ -72,9 +72,19 @@ struct sh_mount {
     dev_t dev;                 /* st_dev given to files (the tree's device) */
     time_t mtime;              /* the index's mtime: the time of symlinks, which the manifest does not keep */
 };
-extern struct sh_mount sh_mounts[SH_MAX_MOUNTS];
+extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;
 extern char sh_cache[SH_PATH];
+
+/* Scratch buffers off the stack (scratch.c): SH_SCRATCH(s) gives s->a .. s->d, given back at the end of the
+ * scope. The stack budget (docs/internals.md) allows no PATH_MAX array in a frame. */
+#define SH_SCR 8192
+struct sh_scratch {
+    char a[SH_SCR], b[SH_SCR], c[SH_SCR], d[SH_SCR];
+};
+struct sh_scratch *sh_scratch_get(void);
+void sh_scratch_put(struct sh_scratch **s);
+#define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
 
 enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };
 struct sh_loc {
@@ -82,8 +92,12 @@ struct sh_loc {
     int m;                     /* mount (L_MNT; for L_ANC the first mount below it) */
     int slash;                 /* the spelling ended in '/': the result must be a directory */
     const char *rel;           /* L_MNT: the path inside the mount ("" for its root), points into path */
-    char path[SH_PATH];        /* normalised absolute logical path */
+    char *path;                /* normalised absolute logical path (SH_PATH bytes of scr) */
+    struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
+void sh_loc_done(struct sh_loc *l);
+/* A location on the stack: small; its scratch (if any) is given back at the end of the scope. */
+#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL}
 
 /* fd table kinds */
 enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };
@@ -130,6 +144,8 @@ int sh_fd_dirloc(int fd, struct sh_loc *l);
 /* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
 int sh_fd_stat(int fd, struct stat *st);
 int sh_fd_ours(int fd);
+/* 1 when fd is a live descriptor the shim returned for a file (fchdir on it: ENOTDIR). */
+int sh_fd_is_file(int fd);
 /* Forgets and closes a descriptor the shim returned (a stream over it could not be made); errno kept. */
 void sh_fd_drop(int fd);
 /* Opens l with flags (sh_open) and wraps the descriptor in a stream (fdopen, a DIR*): the stream, with errno
@@ -149,5 +165,93 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
 int sh_map_back(const char *real, char *out, size_t outn);
 
 void sh_stat_to_statx(const struct stat *st, struct statx *sx);
+
+/* --- init.c: configuration, read once ---------------------------------------------------------------- */
+extern char sh_helper_env[SH_PATH];
+extern char sh_cache_env[SH_PATH + 32];
+extern int sh_log_level, sh_offline, sh_prefetch;
+extern long sh_ttl;
+extern long sh_stall;             /* HFS3_STALL_TIMEOUT: seconds without progress before an open gives up */
+extern char sh_cache_real[SH_PATH]; /* realpath of sh_cache once sh_cache_ready decided it */
+extern char sh_env_error[1024];
+extern int sh_env_error_logged;
+
+/* --- path components (path.c, tree.c) ------------------------------------------------------------------ */
+/* Path components: skips the '/'s at *p, points *s at the component there and moves *p past it. Its length,
+ * 0 at the end of the path (*s then points at the end). */
+static inline size_t sh_next_comp(const char **p, const char **s)
+{
+    const char *q = *p;
+    while (*q == '/')
+        q++;
+    *s = q;
+    while (*q && *q != '/')
+        q++;
+    *p = q;
+    return (size_t)(q - *s);
+}
+
+/* 1 for ".", 2 for "..", else 0. */
+static inline int sh_dot_comp(const char *s, size_t n)
+{
+    return n == 1 && s[0] == '.' ? 1 : n == 2 && s[0] == '.' && s[1] == '.' ? 2 : 0;
+}
+
+/* The length of buf[0..len) without its last component ("/a/b" -> "/a", "/a" -> ""): how ".." goes up. */
+static inline size_t sh_drop_comp(const char *buf, size_t len)
+{
+    while (len > 0 && buf[len - 1] != '/')
+        len--;
+    return len > 0 ? len - 1 : 0;
+}
+
+/* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
+ * 0 or -ENAMETOOLONG. */
+int sh_normalise(const char *in, char *out, size_t outn, int *slash);
+/* The mount or ancestor an absolute path names, lexically (l->kind). */
+int sh_classify_abs(const char *path, struct sh_loc *l);
+
+/* --- cachedir.c: where the cache is ------------------------------------------------------------------ */
+/* At start: sh_cache and sh_cache_env from the environment (no I/O but getcwd). */
+void sh_cache_from_env(void);
+/* 0 once the cache directory is decided and usable (the first call creates and checks it, logging one line
+ * when it is not usable or a fallback is used); -EIO otherwise, and in a vfork child that finds it undecided. */
+int sh_cache_ready(void);
+void sh_cache_after_fork(void);
+/* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
+ * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
+int sh_trusted_file(int fd, const char *what);
+
+/* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
+pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
+void sh_reap(pid_t pid);
+int sh_cache_shared(void);
+int sh_exists(const char *p);
+struct sh_lockjob {
+    const char *lockpath;
+    int (*done)(const void *arg);   /* with the lock held: 1 when the work is there already (skip the helper) */
+    const void *arg;
+    char **argv;                    /* the helper's command (argv[0] filled in) */
+    int quiet;                      /* its stderr to /dev/null */
+    const char *prog1, *prog2;      /* files whose change means progress (NULL: none; time since the start) */
+};
+int sh_run_locked(const struct sh_lockjob *j);
+void sh_locks_after_fork(void);
+void sh_mkdirs(const char *path);
+void sh_read_line(const char *path, char *out, size_t n);
+
+/* --- mount.c ------------------------------------------------------------------------------------------- */
+/* 0 once m is loaded (maybe broken); -EAGAIN in a vfork child that finds it not loaded. */
+int sh_mount_get(struct sh_mount *m);
+
+/* --- tree.c: answers from the index ------------------------------------------------------------------- */
+const char *sh_epath(const struct sh_mount *m, uint32_t e);
+void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n);
+void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st);
+int sh_stat_skel(const char *real, struct stat *st);
+void sh_anc_path(const char *logical, char *out, size_t n);
+/* Resolves l (L_MNT) to an entry: 0 and *e, 1 for the root of a broken mount, -EAGAIN when the mount is
+ * unloaded in a vfork child, else -errno. */
+int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e);
 
 #endif

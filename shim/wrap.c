@@ -1,6 +1,6 @@
 /* wrap.c - the exported interposers for path and descriptor calls (interposition.md's list, minus the
  * directory streams, which are dir.c's). Each one classifies its path (one cheap check for paths outside
- * the mounts, then the real call with no allocation and no lock) and hands mount paths to core.c. */
+ * the mounts, then the real call with no allocation and no lock) and hands mount paths to path.c, tree.c and open.c. */
 #include "shim.h"
 
 #include <limits.h>
@@ -24,7 +24,7 @@ static int anc_real(const struct sh_loc *l)
  * location) and e_ (the caller's errno) in scope; OURS returns. */
 #define WITH_LOC(DIRFD, PATH, REALEXPR, FAILED, OURS)                                                       \
     do {                                                                                                    \
-        struct sh_loc l_;                                                                                   \
+        SH_LOC(l_);                                                                                   \
         int e_ = errno;                                                                                     \
         if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                                 \
             __typeof__(REALEXPR) rv_ = (REALEXPR);                                                          \
@@ -52,7 +52,7 @@ typedef int (*openat_fn)(int, const char *, int, ...);
 
 static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(dirfd, path, &l) == L_NONE) {
         int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
@@ -160,7 +160,7 @@ typedef FILE *(*freopen_fn)(const char *, const char *, FILE *);
 
 static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         FILE *f = real(path, mode);
@@ -182,7 +182,7 @@ SH_EXPORT FILE *fopen64(const char *path, const char *mode)
 
 static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freopen_fn real)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         FILE *f = real(path, mode, stream);
@@ -410,7 +410,8 @@ SH_EXPORT ssize_t __readlinkat_chk(int d, const char *p, char *buf, size_t n, si
 
 static char *realpath_ours(const struct sh_loc *l, char *resolved, int e)
 {
-    char out[SH_PATH];
+    SH_SCRATCH(t);
+    char *out = t->a;
     int r = sh_realpath(l, out);
     if (r < 0) {
         errno = -r;
@@ -454,7 +455,7 @@ SH_EXPORT char *canonicalize_file_name(const char *p)
 
 SH_EXPORT int chdir(const char *p)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
         int r = REAL(chdir, int (*)(const char *))(p);
@@ -473,6 +474,10 @@ SH_EXPORT int chdir(const char *p)
 
 SH_EXPORT int fchdir(int fd)
 {
+    if (sh_fd_is_file(fd)) {
+        errno = ENOTDIR;   /* an O_PATH descriptor of a mount file lives on its parent's skeleton dir */
+        return -1;
+    }
     int r = REAL(fchdir, int (*)(int))(fd);
     if (r == 0)
         sh_cwd_changed();
@@ -487,8 +492,9 @@ SH_EXPORT char *getcwd(char *buf, size_t size)
     if (!sh_nmounts)
         return real(buf, size);
     int e = errno;
-    char tmp[PATH_MAX], lg[SH_PATH];
-    if (!real(tmp, sizeof tmp) || !sh_map_back(tmp, lg, sizeof lg)) {
+    SH_SCRATCH(t);
+    char *tmp = t->a, *lg = t->b;
+    if (!real(tmp, SH_SCR) || !sh_map_back(tmp, lg, SH_PATH)) {
         errno = e;
         return real(buf, size);
     }
@@ -664,7 +670,7 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 
 static int in_mount(int d, const char *p)
 {
-    struct sh_loc l;
+    SH_LOC(l);
     return sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
 }
 

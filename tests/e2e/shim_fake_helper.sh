@@ -11,6 +11,7 @@ remote=$1 name=${1##*/}
 echo "$cmd $* lockfd=$lockfd fds=$fds preload=${LD_PRELOAD:-none} cache=$HFS3_CACHE_DIR" >>"$FAKE_LOG"
 case $cmd in
   _index)
+    sleep "${FAKE_INDEX_SLEEP:-0}"
     if [ -f "$FAKE_FX/$name.json" ]; then exec "$FAKE_MK" "$FAKE_FX/$name.json" "$HFS3_CACHE_DIR" "$remote"; fi
     d=$(dirname "$(readlink /proc/$$/fd/3)")
     echo "fake: no such model $remote" >"$d/error"
@@ -20,7 +21,14 @@ case $cmd in
     sha=$(sha256sum "$src" | cut -d' ' -f1)
     # the lock must be held (through fd 3) while we fetch
     if flock -n "$HFS3_CACHE_DIR/locks/$sha.lock" true; then echo "get-unlocked $path" >>"$FAKE_LOG"; fi
-    sleep 0.3
+    case ${FAKE_GET_MODE:-} in
+      hang) exec sleep 1000 ;;
+      slow) # progress every 0.5 s for FAKE_SLOW_S seconds, as a slow but live download
+        mkdir -p "$HFS3_CACHE_DIR/tmp"
+        for i in $(seq 1 $((${FAKE_SLOW_S:-4} * 2))); do echo "$i" >>"$HFS3_CACHE_DIR/tmp/$sha.part"; sleep 0.5; done
+        rm -f "$HFS3_CACHE_DIR/tmp/$sha.part" ;;
+      *) sleep "${FAKE_GET_SLEEP:-0.3}" ;;
+    esac
     if [ "$path" = dir/b.bin ]; then
       mkdir -p "$HFS3_CACHE_DIR/fails"; echo "fake: refusing $path" >"$HFS3_CACHE_DIR/fails/$sha.err"; exit 1
     fi

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     pid_t pid = fork();
     if (pid == 0) {
         struct stat s;
-        int f2 = open(P(b, "same.txt"), O_RDONLY);
+        int f2 = open(P(b, "link-to-a"), O_RDONLY);
         _exit(f2 >= 0 && fstat(f2, &s) == 0 && s.st_ino == st.st_ino ? 0 : 1);
     }
     int status = 0;

@@ -1,0 +1,273 @@
+/* cachedir.c - where the cache is, decided once per process. At start (no I/O but getcwd): HFS3_CACHE_DIR,
+ * made absolute against the working directory when relative, else $XDG_CACHE_HOME/hfs3 (an absolute
+ * XDG_CACHE_HOME only, as the XDG spec says), else $HOME/.cache/hfs3. At the first use that needs it (never in a
+ * vfork child): the directory is created if missing and checked (a directory, reached through no symlink of
+ * another user, owned by the user or root, not writable by others). An unusable default falls back to a
+ * private per-user directory, $TMPDIR/hfs3-<euid> or /var/tmp/hfs3-<euid> (created 0700, and used only when it
+ * is a real directory owned by the user and writable by nobody else); an unusable HFS3_CACHE_DIR does not
+ * (the user asked for that one). Either way one log line says what happened; with no usable cache, every
+ * mount is an empty directory and everything inside fails with EIO. */
+#include "shim.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+char sh_cache_real[SH_PATH];
+
+static int explicit_dir;          /* sh_cache came from HFS3_CACHE_DIR */
+static char start_error[SH_PATH + 128]; /* a problem already known at start */
+static int no_default;            /* neither XDG_CACHE_HOME nor HOME gives one: the fallback decides */
+static int state;                 /* atomic: 0 undecided, 1 deciding, 2 usable, 3 unusable */
+
+static void strip_slashes(char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = 0;
+}
+
+void sh_cache_from_env(void)
+{
+    const char *c = getenv("HFS3_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    int n = -1;
+    sh_cache[0] = 0;
+    if (c && *c) {
+        explicit_dir = 1;
+        if (c[0] == '/') {
+            n = snprintf(sh_cache, SH_PATH, "%s", c);
+        } else {
+            /* relative: against the working directory at start, so a later chdir cannot move the cache */
+            SH_SCRATCH(t);
+            char *cwd = t->a;
+            if (!sh_r.getcwd || !sh_r.getcwd(cwd, SH_PATH)) {
+                snprintf(start_error, sizeof start_error,
+                         "HFS3_CACHE_DIR=%.200s is relative and the working directory is unknown", c);
+                goto fail;
+            }
+            n = snprintf(sh_cache, SH_PATH, "%s/%s", strcmp(cwd, "/") ? cwd : "", c);
+        }
+    } else if (x && x[0] == '/') {
+        n = snprintf(sh_cache, SH_PATH, "%s/hfs3", x);
+    } else if (h && *h) {
+        n = snprintf(sh_cache, SH_PATH, "%s/.cache/hfs3", h);
+    }
+    if (n < 0 || n >= SH_PATH) {
+        if (n >= SH_PATH)
+            snprintf(start_error, sizeof start_error, "the cache directory's name is too long");
+        goto fail;
+    }
+    if (sh_cache[0] != '/') {
+        if (explicit_dir)
+            goto fail;
+        /* no usable default: the fallback decides at first use; meanwhile a name that maps nothing back */
+        no_default = 1;
+        snprintf(sh_cache, SH_PATH, "/nonexistent/hfs3-cache");
+    }
+    strip_slashes(sh_cache);
+    /* "." and ".." inside are harmless for the kernel, but the skeleton's paths are compared as strings */
+    SH_SCRATCH(t);
+    char *norm = t->a;
+    if (sh_normalise(sh_cache, norm, SH_PATH, NULL) == 0)
+        memcpy(sh_cache, norm, strlen(norm) + 1);
+    snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    return;
+fail:
+    if (!start_error[0])
+        snprintf(start_error, sizeof start_error, "HFS3_CACHE_DIR=%.200s is not usable", c ? c : "");
+    snprintf(sh_cache, SH_PATH, "/nonexistent/hfs3-cache");
+    snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    __atomic_store_n(&state, 3, __ATOMIC_RELEASE);
+}
+
+/* 0 when dir can be this user's cache (created when missing, parents 0700): else -errno, *why set. */
+static int check_dir(const char *dir, const char **why)
+{
+    SH_SCRATCH(t);
+    char *b = t->a;
+    size_t n = strlen(dir);
+    struct stat st;
+    uid_t me = geteuid();
+    if (n >= SH_PATH || dir[0] != '/') {
+        *why = "not an absolute path";
+        return -EINVAL;
+    }
+    memcpy(b, dir, n + 1);
+    /* every existing component: a symlink there decides where everything below goes (lib/cache.c's rule) */
+    for (char *p = b + 1;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        char c = *p;
+        *p = 0;
+        if (sh_r.lstat(b, &st) < 0) {
+            if (errno != ENOENT) {
+                *why = strerror(errno);
+                return -errno;
+            }
+            if (sh_r.mkdir(b, 0700) < 0 && errno != EEXIST) {
+                *why = strerror(errno);
+                return -errno;
+            }
+            if (sh_r.lstat(b, &st) < 0) {
+                *why = strerror(errno);
+                return -errno;
+            }
+        }
+        if (S_ISLNK(st.st_mode) && st.st_uid != me && st.st_uid != 0) {
+            *why = "reached through a symlink owned by another user";
+            return -EPERM;
+        }
+        *p = c;
+        if (!c)
+            break;
+    }
+    if (sh_r.stat(dir, &st) < 0) {
+        *why = strerror(errno);
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *why = "not a directory";
+        return -ENOTDIR;
+    }
+    if (st.st_uid != me && st.st_uid != 0) {
+        *why = "owned by another user";
+        return -EPERM;
+    }
+    if (st.st_mode & S_IWOTH) {
+        *why = "writable by others";
+        return -EPERM;
+    }
+    if (sh_r.access(dir, W_OK | X_OK) < 0) {
+        *why = strerror(errno);
+        return -errno;
+    }
+    return 0;
+}
+
+/* The private fallback: BASE/hfs3-<euid>, made here 0700; 0 when it is a real directory of ours that nobody
+ * else can write (an existing one is never chmod-ed or followed). */
+static int fallback(char *out, size_t n)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    const char *base = tmpdir && tmpdir[0] == '/' ? tmpdir : "/var/tmp";
+    SH_SCRATCH(t);
+    char *d = t->a;
+    struct stat st;
+    if ((size_t)snprintf(d, SH_PATH, "%s/hfs3-%u", base, (unsigned)geteuid()) >= SH_PATH)
+        return -ENAMETOOLONG;
+    strip_slashes(d);
+    if (sh_r.mkdir(d, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    if (sh_r.lstat(d, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return -EPERM;
+    if ((size_t)snprintf(out, n, "%s", d) >= n)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* Points every mount's directory at the (new) cache. */
+static void set_dirs(void)
+{
+    snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    for (int i = 0; i < sh_nmounts; i++)
+        snprintf(sh_mounts[i].dir, sizeof sh_mounts[i].dir, "%s/mounts/%s", sh_cache, sh_mounts[i].key);
+}
+
+static int decide(void)
+{
+    const char *why = NULL;
+    if (start_error[0]) {
+        sh_log(0, "%s: mounts fail with EIO", start_error);
+        return -EIO;
+    }
+    if (!no_default && check_dir(sh_cache, &why) == 0)
+        return 0;
+    if (explicit_dir) {
+        sh_log(0, "cache directory %s: %s: mounts fail with EIO", sh_cache, why);
+        return -EIO;
+    }
+    SH_SCRATCH(t);
+    char *fb = t->a;
+    int rc = fallback(fb, SH_PATH);
+    if (rc < 0) {
+        sh_log(0, "cache directory %s: %s, and the fallback under $TMPDIR or /var/tmp is not usable (%s): mounts "
+               "fail with EIO", no_default ? "(none: no HOME)" : sh_cache, why ? why : "no HOME", strerror(-rc));
+        return -EIO;
+    }
+    sh_log(1, "cache directory %s: %s: using %s", no_default ? "(none: no HOME)" : sh_cache, why ? why : "no HOME",
+           fb);
+    memcpy(sh_cache, fb, strlen(fb) + 1);
+    set_dirs();
+    return 0;
+}
+
+static gid_t cache_gid;
+static int cache_group_shared;
+
+int sh_trusted_file(int fd, const char *what)
+{
+    struct stat st;
+    uid_t me = geteuid();
+    const char *why = NULL;
+    if (sh_r.fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_mode & S_IWOTH)
+        why = "writable by others";
+    else if (st.st_uid != me && st.st_uid != 0 && !(cache_group_shared && st.st_gid == cache_gid))
+        why = "owned by another user, outside the cache's group";
+    else if ((st.st_mode & S_IWGRP) && st.st_gid != cache_gid && st.st_uid != 0)
+        why = "writable by a group other than the cache's";
+    if (!why)
+        return 1;
+    sh_log(0, "%s: %s: not trusted, not read", what, why);
+    return 0;
+}
+
+/* decide() and then the real path (what /proc/self/fd and getcwd show), the group of a shared cache */
+static int decide_all(void)
+{
+    int rc = decide();
+    struct stat st;
+    if (rc == 0 && sh_r.stat(sh_cache, &st) == 0) {
+        cache_gid = st.st_gid;
+        cache_group_shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+    }
+    SH_SCRATCH(t);
+    char *tmp = t->a;
+    if (rc == 0 && sh_r.realpath(sh_cache, tmp) && strlen(tmp) < sizeof sh_cache_real)
+        memcpy(sh_cache_real, tmp, strlen(tmp) + 1);
+    return rc;
+}
+
+int sh_cache_ready(void)
+{
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 0;
+    if (s == 3 || sh_in_vfork())
+        return -EIO;
+    int z = 0;
+    if (__atomic_compare_exchange_n(&state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        int rc = decide_all();
+        __atomic_store_n(&state, rc == 0 ? 2 : 3, __ATOMIC_RELEASE);
+        return rc;
+    }
+    while ((s = __atomic_load_n(&state, __ATOMIC_ACQUIRE)) == 1) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return s == 2 ? 0 : -EIO;
+}
+
+void sh_cache_after_fork(void)
+{
+    /* a decision interrupted by fork in another thread would never finish in the child */
+    int one = 1;
+    __atomic_compare_exchange_n(&state, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,403 @@
+/* helper.c - running the helper and the lock protocol of docs/internals.md: posix_spawn with the lock as fd 3,
+ * lock files, the cache's directories (mkdir -p with the shared cache's modes), and reading the one-line reasons
+ * the helper leaves behind. */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+extern char **environ;
+
+/* --- running the helper ------------------------------------------------------------------------------ */
+
+static const char *helper_path(char *buf, size_t n)
+{
+    if (sh_helper_env[0])
+        return sh_helper_env;
+#ifdef HFS3_INSTALLED_HELPER
+    if (sh_r.access(HFS3_INSTALLED_HELPER, X_OK) == 0)
+        return HFS3_INSTALLED_HELPER;
+#endif
+    Dl_info di;
+    if (dladdr((void *)sh_init, &di) && di.dli_fname && di.dli_fname[0] == '/') {
+        const char *sl = strrchr(di.dli_fname, '/');
+        if ((size_t)snprintf(buf, n, "%.*s/../bin/hfs3-manifest", (int)(sl - di.dli_fname), di.dli_fname) < n)
+            return buf;
+    }
+    return "hfs3-manifest";
+}
+
+/* posix_spawn the helper with argv (argv[0] filled here): stdin/stdout /dev/null, stderr kept unless quiet
+ * (then the shim logs the one line itself, from the cache; HFS3_LOG=debug keeps it), lockfd (if >= 0) as
+ * descriptor 3, nothing else inherited, no LD_PRELOAD, default signal dispositions. pid or -errno. */
+pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
+{
+    SH_SCRATCH(t);
+    argv[0] = (char *)helper_path(t->a, SH_SCR);
+    size_t ne = 0;
+    for (char **e = environ; e && *e; e++)
+        ne++;
+    char **envp = malloc((ne + 2) * sizeof *envp);
+    if (!envp)
+        return -ENOMEM;
+    size_t k = 0;
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "HFS3_CACHE_DIR=", 15))
+            envp[k++] = *e;
+    envp[k++] = sh_cache_env;
+    envp[k] = NULL;
+    int high = -1;
+    if (lockfd >= 0 && lockfd <= 3) {
+        high = sh_r.fcntl(lockfd, F_DUPFD_CLOEXEC, 10);
+        if (high < 0) {
+            free(envp);
+            return -errno;
+        }
+        lockfd = high;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (quiet && sh_log_level < 3)
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (lockfd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
+    posix_spawn_file_actions_addclosefrom_np(&fa, lockfd >= 0 ? 4 : 3);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    free(envp);
+    if (high >= 0)
+        sh_r.close(high);
+    if (rc) {
+        sh_log(0, "cannot run the helper %s: %s", argv[0], strerror(rc));
+        return -rc;
+    }
+    return pid;
+}
+
+void sh_reap(pid_t pid)
+{
+    /* The helper has exited or is exiting (it released the lock, or it double-forked). ECHILD is fine: the
+     * host may sh_reap it, or ignore SIGCHLD. */
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* 1 when CACHE is shared with a group: it exists setgid and group-writable (hfs3_cache_check_dir's rule, so the
+ * shim and the helper agree). What the shim creates there must then keep the group's access whatever the umask:
+ * another user of the group takes the same lock files and creates entries in the same directories. Asked at each
+ * creation (first-touch code, never the fast path): CACHE may appear, made by the shim itself, in between. */
+int sh_cache_shared(void)
+{
+    struct stat st;
+    return sh_r.stat(sh_cache, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+}
+
+/* Lock descriptors open in this process now, in any thread: a fork() in another thread copies them into the
+ * child, where one would keep the lock held (flock belongs to the open file description) for as long as the
+ * child lives, and a child that then opens the same file waits for itself. The child handler closes them. */
+static int locks_inflight;
+
+/* Helpers this process started and left running when an open gave up (a signal, a stall): reaped later. */
+#define SH_PENDING 32
+static pid_t pending[SH_PENDING];
+
+static void pending_add(pid_t pid)
+{
+    for (int i = 0; i < SH_PENDING; i++) {
+        pid_t z = 0;
+        if (__atomic_compare_exchange_n(&pending[i], &z, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+    }
+}
+
+static void pending_reap(void)
+{
+    for (int i = 0; i < SH_PENDING; i++) {
+        pid_t p = __atomic_load_n(&pending[i], __ATOMIC_ACQUIRE);
+        if (p > 0 && (waitpid(p, NULL, WNOHANG) != 0))
+            __atomic_compare_exchange_n(&pending[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+}
+
+/* Opens (creating) the lock file at path, never through a symlink (O_NOFOLLOW), never anything but a regular
+ * file. Created by this call (O_EXCL): fchmod-ed to 0600, or 0660 in a shared cache (the umask may have cut the
+ * group bits, and a lock file another user cannot open read-write breaks every later open of that file for
+ * them); an existing one is never chmod-ed. Counted in locks_inflight until lock_close. fd or -errno. */
+static int lock_open(const char *path)
+{
+    mode_t mode = sh_cache_shared() ? 0660 : 0600;
+    __atomic_add_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0)
+        (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
+    else if (errno == EEXIST)
+        fd = sh_r.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    struct stat st;
+    if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        sh_r.close(fd);
+        fd = -1;
+        e = EIO;
+    }
+    if (fd < 0) {
+        __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+        if (e == ELOOP || e == EIO)
+            sh_log(0, "lock file %s is not a regular file: refusing it", path);
+        return -e;
+    }
+    return fd;
+}
+
+/* Closes a lock descriptor; unlock first when the lock is ours alone (not when the helper shares it). */
+static void lock_close(int fd, int unlock)
+{
+    if (unlock)
+        flock(fd, LOCK_UN);
+    sh_r.close(fd);
+    __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* (size, mtime) of a file: what "progress" means for a fetch's tmp/<sha>.part and .done */
+static long long stamp(const char *path)
+{
+    struct stat st;
+    if (!path || sh_r.stat(path, &st) < 0)
+        return -1;
+    return (long long)st.st_size * 1000003LL + st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Waits up to ms for a signal that the caller's mask lets through (all are blocked in this thread meanwhile).
+ * 0 on timeout or a signal whose handler has SA_RESTART (the handler has run when this returns), -EINTR for
+ * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
+ * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
+ * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
+static int sig_wait(const sigset_t *old, long ms)
+{
+    sigset_t set;
+    sigfillset(&set);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(old, sig) == 1)
+            sigdelset(&set, sig);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    siginfo_t si;
+    int sig = sigtimedwait(&set, &si, &ts);
+    if (sig <= 0)
+        return 0;
+    struct sigaction sa;
+    sigaction(sig, NULL, &sa);
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &si);
+    sigset_t cur;
+    pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
+    pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+        return 0;
+    return (sa.sa_flags & SA_RESTART) ? 0 : -EINTR;
+}
+
+/* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
+ * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
+ * (none of the progress files changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
+static int lock_wait(int fd, const char *prog1, const char *prog2)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+        return -errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    long long last = stamp(prog1) ^ (stamp(prog2) << 1), since = now_ms();
+    long wait = 5;
+    int rc;
+    for (;;) {
+        if ((rc = sig_wait(&old, wait)) < 0)
+            break;
+        wait = 20;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            rc = 0;
+            break;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            rc = -errno;
+            break;
+        }
+        long long cur = stamp(prog1) ^ (stamp(prog2) << 1), t = now_ms();
+        if (cur != last) {
+            last = cur;
+            since = t;
+        } else if (sh_stall > 0 && t - since >= sh_stall * 1000LL) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+int sh_exists(const char *p)
+{
+    struct stat st;
+    return sh_r.stat(p, &st) == 0;
+}
+
+/* The lock protocol (docs/internals.md): take the lock, skip when done(arg) says the work is there (someone
+ * did it while we waited), else run the helper with the lock as fd 3 and wait for the lock to come free.
+ * 0 (see done() for the outcome), -EINTR (a signal without SA_RESTART: the helper carries on for the next
+ * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
+int sh_run_locked(const struct sh_lockjob *j)
+{
+    pending_reap();
+    int fd = lock_open(j->lockpath);
+    if (fd < 0)
+        return fd;
+    int rc = lock_wait(fd, j->prog1, j->prog2);
+    if (rc < 0) {
+        lock_close(fd, 0);
+        return rc;
+    }
+    if (j->done && j->done(j->arg)) {
+        lock_close(fd, 1);
+        return 0;
+    }
+    pid_t pid = sh_spawn_helper(j->argv, fd, j->quiet);
+    lock_close(fd, 0);   /* the helper holds the lock now, through the same open file description */
+    if (pid < 0)
+        return pid;
+    fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
+    rc = fd < 0 ? fd : lock_wait(fd, j->prog1, j->prog2);
+    if (fd >= 0)
+        lock_close(fd, rc == 0);
+    if (rc == -ETIMEDOUT) {
+        kill(pid, SIGKILL);
+        sh_reap(pid);
+        return rc;
+    }
+    if (rc < 0) {
+        pending_add(pid);
+        return rc;
+    }
+    sh_reap(pid);
+    return 0;
+}
+
+/* In a forked child (pthread_atfork): closes every lock descriptor other threads had open (found by their
+ * path in /proc/self/fd, so one opened a moment before the fork is found too). No LOCK_UN: the open file
+ * description is the parent's too, whose lock must stay held. */
+void sh_locks_after_fork(void)
+{
+    if (!__atomic_load_n(&locks_inflight, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&locks_inflight, 0, __ATOMIC_RELEASE);
+    int dfd = sh_r.open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    SH_SCRATCH(t);
+    char *buf = t->a, pp[32], *link = t->b;
+    long n;
+    size_t cl = strlen(sh_cache_real);
+    while ((n = syscall(SYS_getdents64, dfd, buf, SH_SCR)) > 0) {
+        for (long off = 0; off < n;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            off += d->d_reclen;
+            int fd = atoi(d->d_name);
+            if (d->d_name[0] < '0' || d->d_name[0] > '9' || fd == dfd)
+                continue;
+            snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+            ssize_t k = sh_r.readlink(pp, link, SH_SCR - 1);
+            if (k <= 0)
+                continue;
+            link[k] = 0;
+            if (!cl || strncmp(link, sh_cache_real, cl) || link[cl] != '/')
+                continue;
+            const char *r = link + cl + 1;
+            size_t rl = strlen(r);
+            if ((!strncmp(r, "locks/", 6) && rl > 11 && !strcmp(r + rl - 5, ".lock")) ||
+                (!strncmp(r, "mounts/", 7) && rl > 12 && !strcmp(r + rl - 5, "/lock")))
+                sh_r.close(fd);
+        }
+    }
+    sh_r.close(dfd);
+}
+
+/* mkdir -p of a path under CACHE: 0700 under the umask, or 02770 in a shared cache (chmod of the directories
+ * this call created, so the umask cannot cut the group's bits; existing ones are left as they are). */
+void sh_mkdirs(const char *path)
+{
+    if (sh_cache_ready() < 0)
+        return;
+    int shared = sh_cache_shared();
+    mode_t mode = shared ? 02770 : 0700;
+    SH_SCRATCH(t);
+    char *b = t->a;
+    size_t n = strlen(path), cl = strlen(sh_cache);
+    /* only below the cache, which sh_cache_ready made */
+    if (n >= SH_SCR || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
+        return;
+    memcpy(b, path, n + 1);
+    for (char *p = b + cl + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (sh_r.mkdir(b, mode) == 0 && shared)
+                (void)REAL(chmod, int (*)(const char *, mode_t))(b, mode);
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+}
+
+void sh_read_line(const char *path, char *out, size_t n)
+{
+    out[0] = 0;
+    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (!sh_trusted_file(fd, path)) {
+        sh_r.close(fd);
+        return;
+    }
+    ssize_t k = read(fd, out, n - 1);
+    sh_r.close(fd);
+    if (k < 0)
+        k = 0;
+    out[k] = 0;
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = 0;
+}
+

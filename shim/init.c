@@ -1,0 +1,218 @@
+/* init.c - the shim's process state: the real libc functions (dlsym once), HFS3_* variables and HFS3_MOUNTS
+ * (parsed once, in the constructor), logging, and the fork/vfork bookkeeping. Nothing here touches the cache. */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sh_real sh_r;
+struct sh_mount *sh_mounts;
+int sh_nmounts;
+char sh_cache[SH_PATH];
+
+char sh_helper_env[SH_PATH];
+char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
+int sh_log_level = 1, sh_offline, sh_prefetch = 1;
+long sh_ttl = 60, sh_stall = 120;
+char sh_env_error[1024];
+int sh_env_error_logged;
+static pid_t init_pid;
+
+/* --- basics ------------------------------------------------------------------------------------------ */
+
+void *sh_sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+void sh_log(int level, const char *fmt, ...)
+{
+    if (level > sh_log_level)
+        return;
+    SH_SCRATCH(t);
+    char *buf = t->a;
+    size_t cap = 1024;   /* one line, as long as a long path */
+    int n = snprintf(buf, cap, "hfs3: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + n, cap - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    n += k;
+    if ((size_t)n > cap - 2)
+        n = (int)cap - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, (size_t)n);
+    (void)w;
+}
+
+int sh_in_vfork(void)
+{
+    return getpid() != __atomic_load_n(&init_pid, __ATOMIC_RELAXED);
+}
+
+static void after_fork_child(void)
+{
+    __atomic_store_n(&init_pid, getpid(), __ATOMIC_RELAXED);
+    /* a load interrupted by fork in another thread would never finish here: start it again */
+    for (int i = 0; i < sh_nmounts; i++)
+        if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
+            __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
+    sh_cache_after_fork();
+    sh_locks_after_fork();
+}
+
+/* Adds one HFS3_MOUNTS complaint to the line logged at the first classified call ("; " between them). */
+static void env_err(const char *fmt, ...)
+{
+    size_t n = strlen(sh_env_error);
+    if (n && n + 2 < sizeof sh_env_error) {
+        memcpy(sh_env_error + n, "; ", 3);
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sh_env_error + n, sizeof sh_env_error - n, fmt, ap);
+    va_end(ap);
+}
+
+static void parse_env(void)
+{
+    const char *v;
+    if ((v = getenv("HFS3_LOG")) && *v)
+        sh_log_level = !strcmp(v, "error") ? 0 : !strcmp(v, "info") ? 2 : !strcmp(v, "debug") ? 3 : 1;
+    if ((v = getenv("HFS3_OFFLINE")) && !strcmp(v, "1"))
+        sh_offline = 1;
+    if ((v = getenv("HFS3_PREFETCH")) && !strcmp(v, "0"))
+        sh_prefetch = 0;
+    if ((v = getenv("HFS3_MANIFEST_TTL")) && *v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (!*end && t >= 0)
+            sh_ttl = t;
+    }
+    if ((v = getenv("HFS3_STALL_TIMEOUT")) && *v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (!*end && t >= 0)
+            sh_stall = t;
+    }
+    if ((v = getenv("HFS3_HELPER")) && *v && strlen(v) < sizeof sh_helper_env)
+        strcpy(sh_helper_env, v);
+    sh_cache_from_env();
+
+    const char *ms = getenv("HFS3_MOUNTS");
+    if (!ms || !*ms)
+        return;
+    /* the table: one entry per ';'-separated item at most, mapped once and never freed (no limit but memory) */
+    size_t cap = 1;
+    for (const char *q = ms; *q; q++)
+        cap += *q == ';';
+    void *tab = mmap(NULL, cap * sizeof *sh_mounts, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tab == MAP_FAILED) {
+        env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
+        return;
+    }
+    sh_mounts = tab;
+    while (*ms && (size_t)sh_nmounts < cap) {
+        const char *end = strchr(ms, ';');
+        size_t len = end ? (size_t)(end - ms) : strlen(ms);
+        const char *eq = memchr(ms, '=', len);
+        SH_SCRATCH(t);
+        char *local = t->a;
+        struct sh_mount *m = &sh_mounts[sh_nmounts];
+        if (len == 0)
+            goto next;
+        if (!eq || eq == ms || (size_t)(eq - ms) >= SH_PATH || ms[0] != '/' ||
+            len - (size_t)(eq - ms) - 1 >= sizeof m->remote || len - (size_t)(eq - ms) - 1 == 0) {
+            env_err("HFS3_MOUNTS: ignoring \"%.*s\" (want /LOCALPATH=REMOTE)",
+                     (int)(len > 200 ? 200 : len), ms);
+            goto next;
+        }
+        memcpy(local, ms, (size_t)(eq - ms));
+        local[eq - ms] = 0;
+        if (sh_normalise(local, m->path, sizeof m->path, NULL) < 0 || !strcmp(m->path, "/")) {
+            env_err("HFS3_MOUNTS: ignoring \"%.*s\" (a mount at / or too long)",
+                     (int)(len > 200 ? 200 : len), ms);
+            memset(m, 0, sizeof *m);
+            goto next;
+        }
+        m->len = strlen(m->path);
+        memcpy(m->remote, eq + 1, len - (size_t)(eq - ms) - 1);
+        m->remote[len - (size_t)(eq - ms) - 1] = 0;
+        int overlap = 0;
+        for (int i = 0; i < sh_nmounts; i++) {
+            size_t a = sh_mounts[i].len, b = m->len, k = a < b ? a : b;
+            if (!memcmp(sh_mounts[i].path, m->path, k) && (a == b || (a < b ? m->path : sh_mounts[i].path)[k] == '/'))
+                overlap = 1;
+        }
+        if (overlap) {
+            env_err("HFS3_MOUNTS: %s overlaps another mount: ignored", m->path);
+            memset(m, 0, sizeof *m);
+            goto next;
+        }
+        char key[17];
+        hfs3_mountkey(m->remote, key);
+        memcpy(m->key, key, sizeof key);
+        if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir) {
+            env_err("HFS3_MOUNTS: %s: cache path too long: ignored", m->path);
+            memset(m, 0, sizeof *m);
+            goto next;
+        }
+        const char *fs = strchr(m->path + 1, '/');
+        m->first_len = fs ? (size_t)(fs - m->path) : m->len;
+        sh_nmounts++;
+    next:
+        if (!end)
+            break;
+        ms = end + 1;
+    }
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_once_fn(void)
+{
+    init_pid = getpid();
+    sh_r.open = REAL(open, int (*)(const char *, int, ...));
+    sh_r.openat = REAL(openat, int (*)(int, const char *, int, ...));
+    sh_r.close = REAL(close, int (*)(int));
+    sh_r.stat = REAL(stat, int (*)(const char *, struct stat *));
+    sh_r.lstat = REAL(lstat, int (*)(const char *, struct stat *));
+    sh_r.fstat = REAL(fstat, int (*)(int, struct stat *));
+    sh_r.fstatat = REAL(fstatat, int (*)(int, const char *, struct stat *, int));
+    sh_r.readlink = REAL(readlink, ssize_t (*)(const char *, char *, size_t));
+    sh_r.getcwd = REAL(getcwd, char *(*)(char *, size_t));
+    sh_r.chdir = REAL(chdir, int (*)(const char *));
+    sh_r.mkdir = REAL(mkdir, int (*)(const char *, mode_t));
+    sh_r.statfs = REAL(statfs, int (*)(const char *, struct statfs *));
+    sh_r.realpath = REAL(realpath, char *(*)(const char *, char *));
+    sh_r.access = REAL(access, int (*)(const char *, int));
+    sh_r.fcntl = REAL(fcntl, int (*)(int, int, ...));
+    parse_env();
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+void sh_init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor)) static void shim_ctor(void)
+{
+    sh_init();
+}
+

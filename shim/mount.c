@@ -1,0 +1,160 @@
+/* mount.c - a mount's index: refreshed through the helper when missing or older than the TTL, checked, mapped
+ * read-only once per process; a mount without a valid index is "broken" (its root is an empty dir, EIO below). */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- mounts ------------------------------------------------------------------------------------------ */
+
+static int index_valid(const void *base, size_t len)
+{
+    const struct hfs3_index_header *h = base;
+    if (len < sizeof *h || memcmp(h->magic, HFS3_INDEX_MAGIC, 8) || h->version != HFS3_INDEX_VERSION ||
+        h->file_size != len || h->n_entries == 0 || h->entries_off > len ||
+        (len - h->entries_off) / sizeof(struct hfs3_index_entry) < h->n_entries || h->children_off > len ||
+        (len - h->children_off) / 4 < h->n_children || h->strings_off > len || len - h->strings_off < h->strings_len ||
+        h->strings_len == 0 || h->entries_off % 8 || h->children_off % 4)
+        return 0;
+    const struct hfs3_index_entry *e = (const void *)((const char *)base + h->entries_off);
+    const uint32_t *kids = (const void *)((const char *)base + h->children_off);
+    const char *s = (const char *)base + h->strings_off;
+    if (s[h->strings_len - 1] != 0 || e[0].type != HFS3_IX_DIR)
+        return 0;
+    for (uint32_t i = 0; i < h->n_entries; i++) {
+        const struct hfs3_index_entry *x = &e[i];
+        if (x->type < HFS3_IX_DIR || x->type > HFS3_IX_SYMLINK || x->parent >= h->n_entries ||
+            e[x->parent].type != HFS3_IX_DIR || (uint64_t)x->path_off + x->path_len >= h->strings_len ||
+            s[x->path_off + x->path_len] != 0 || x->name_len > x->path_len ||
+            x->name_off != x->path_off + x->path_len - x->name_len)
+            return 0;
+        if (x->type == HFS3_IX_DIR && (uint64_t)x->child_first + x->child_count > h->n_children)
+            return 0;
+        if (x->type == HFS3_IX_SYMLINK && ((uint64_t)x->target_off + x->target_len >= h->strings_len ||
+                                           s[x->target_off + x->target_len] != 0))
+            return 0;
+    }
+    for (uint32_t i = 0; i < h->n_children; i++)
+        if (kids[i] == 0 || kids[i] >= h->n_entries)
+            return 0;
+    return 1;
+}
+
+struct fresh {
+    const char *index;
+    long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
+};
+
+static long long stamp_of(const struct stat *st)
+{
+    return st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec + st->st_ino;
+}
+
+/* With the mount lock held: 1 when whoever held it before us just installed an index (ten processes starting
+ * at once make one manifest request, not ten in a row), or it is fresh by the TTL. */
+static int index_fresh(const void *arg)
+{
+    const struct fresh *f = arg;
+    struct stat st;
+    if (sh_r.stat(f->index, &st) < 0)
+        return 0;
+    time_t now = time(NULL);
+    return stamp_of(&st) != f->seen || (now - st.st_mtime < sh_ttl && now >= st.st_mtime);
+}
+
+static void load(struct sh_mount *m)
+{
+    SH_SCRATCH(t);
+    char *p = t->a, *lk = t->b, *why = t->c;
+    if (sh_cache_ready() < 0) {
+        m->broken = 1;   /* logged once by sh_cache_ready */
+        return;
+    }
+    snprintf(p, SH_SCR, "%s/index", m->dir);
+    struct stat st;
+    int have = sh_r.stat(p, &st) == 0;
+    time_t now = time(NULL);
+    if ((!have || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
+        sh_mkdirs(m->dir);
+        snprintf(lk, SH_SCR, "%s/lock", m->dir);
+        char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
+        /* with a cached index the helper itself warns (once) when it has to fall back to it */
+        struct fresh f = {p, have ? stamp_of(&st) : 0};
+        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL};
+        int rc = sh_run_locked(&j);
+        if (rc == -ETIMEDOUT)
+            sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
+                   sh_stall);
+        /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
+    }
+    m->broken = 1;
+    int fd = sh_r.open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int refused = fd < 0 && errno == ELOOP;
+    if (refused)
+        sh_log(0, "%s: a symlink: not trusted, not read", p);
+    if (fd >= 0 && !sh_trusted_file(fd, p)) {
+        sh_r.close(fd);
+        fd = -1;
+        refused = 1;
+    }
+    if (fd >= 0 && sh_r.fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (base != MAP_FAILED && index_valid(base, (size_t)st.st_size)) {
+            m->ix = base;
+            m->ixlen = (size_t)st.st_size;
+            m->ents = (const void *)((const char *)base + m->ix->entries_off);
+            m->kids = (const void *)((const char *)base + m->ix->children_off);
+            m->strs = (const char *)base + m->ix->strings_off;
+            m->broken = 0;
+            m->mtime = st.st_mtime;
+        } else if (base != MAP_FAILED) {
+            munmap(base, (size_t)st.st_size);
+            sh_log(0, "%s: %s: not a valid index", m->remote, p);
+        }
+    }
+    if (fd >= 0)
+        sh_r.close(fd);
+    snprintf(lk, SH_SCR, "%s/tree", m->dir);
+    if (m->broken && !refused) {
+        snprintf(p, SH_SCR, "%s/error", m->dir);
+        sh_read_line(p, why, 512);
+        sh_log(0, "%s: no manifest for %s: %s", m->path, m->remote,
+               why[0] ? why : sh_offline ? "HFS3_OFFLINE=1 and none cached" : "no index in the cache");
+        sh_mkdirs(lk);
+    }
+    if (sh_r.stat(lk, &st) == 0 || sh_r.stat(sh_cache, &st) == 0)
+        m->dev = st.st_dev;
+}
+
+/* 0 once m is loaded (maybe broken); -EAGAIN in a vfork child that finds it not loaded. */
+int sh_mount_get(struct sh_mount *m)
+{
+    if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2)
+        return 0;
+    if (sh_in_vfork())
+        return -EAGAIN;
+    int z = 0;
+    if (__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        load(m);
+        __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+        return 0;
+    }
+    while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+

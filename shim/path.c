@@ -1,0 +1,316 @@
+/* path.c - paths and classification: lexical normalisation, which mount (or mount ancestor) a path names (the
+ * fast path: no allocation, no lock), the cwd and directory descriptors as bases for relative paths, mapping the
+ * cache's skeleton back to logical paths, and the fallback walk through real symlinks after a failed real call. */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What is known of the cwd: bit 0 set = it is not in a mount's skeleton; the rest is a generation that every
+ * chdir/fchdir bumps, so a thread that looked at the cwd before another thread's chdir cannot store a stale
+ * answer (its compare-and-swap fails). */
+static unsigned long cwd_word;
+
+/* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
+ * 0 or -ENAMETOOLONG. */
+int sh_normalise(const char *in, char *out, size_t outn, int *slash)
+{
+    size_t o = 0, n;
+    const char *p = in, *s;
+    int trailing = 0;
+    while ((n = sh_next_comp(&p, &s))) {
+        int dot = sh_dot_comp(s, n);
+        trailing = dot != 0;
+        if (dot == 2)
+            o = sh_drop_comp(out, o);
+        if (dot)
+            continue;
+        if (o + 1 + n + 1 > outn)
+            return -ENAMETOOLONG;
+        out[o++] = '/';
+        memcpy(out + o, s, n);
+        o += n;
+    }
+    if (p > in && p[-1] == '/')
+        trailing = 1;
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = 0;
+    if (slash)
+        *slash = trailing;
+    return 0;
+}
+
+/* --- classification ---------------------------------------------------------------------------------- */
+
+int sh_classify_abs(const char *path, struct sh_loc *l)
+{
+    const char *p = path, *s;
+    size_t n = sh_next_comp(&p, &s);
+    int maybe = sh_dot_comp(s, n) != 0;
+    for (int i = 0; i < sh_nmounts && !maybe; i++)
+        if (sh_mounts[i].first_len - 1 == n && !memcmp(sh_mounts[i].path + 1, s, n))
+            maybe = 1;
+    l->kind = L_NONE;
+    if (!maybe)
+        return L_NONE;
+    if (!l->scr)
+        l->scr = sh_scratch_get();
+    l->path = l->scr->a;
+    if (sh_normalise(path, l->path, SH_PATH, &l->slash) < 0)
+        return L_NONE;
+    size_t len = strlen(l->path);
+    for (int i = 0; i < sh_nmounts; i++) {
+        const struct sh_mount *m = &sh_mounts[i];
+        if (len >= m->len && !memcmp(l->path, m->path, m->len) && (l->path[m->len] == 0 || l->path[m->len] == '/')) {
+            l->kind = L_MNT;
+            l->m = i;
+            l->rel = l->path + m->len + (l->path[m->len] == '/');
+            return L_MNT;
+        }
+    }
+    if (len > 1)
+        for (int i = 0; i < sh_nmounts; i++) {
+            const struct sh_mount *m = &sh_mounts[i];
+            if (len < m->len && !memcmp(l->path, m->path, len) && m->path[len] == '/') {
+                l->kind = L_ANC;
+                l->m = i;
+                l->rel = NULL;
+                return L_ANC;
+            }
+        }
+    return L_NONE;
+}
+
+static int map_under(const char *real, const char *cache, char *out, size_t outn)
+{
+    size_t cl = strlen(cache);
+    if (strncmp(real, cache, cl) || strncmp(real + cl, "/mounts/", 8))
+        return 0;
+    const char *r = real + cl + 8;
+    if (!strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9])) {
+        const char *tail = r + 9;
+        SH_LOC(l);
+        if (sh_classify_abs(*tail ? tail : "/", &l) != L_ANC)
+            return 0;
+        return (size_t)snprintf(out, outn, "%s", l.path) < outn;
+    }
+    for (int i = 0; i < sh_nmounts; i++) {
+        const struct sh_mount *m = &sh_mounts[i];
+        if (!strncmp(r, m->key, 16) && !strncmp(r + 16, "/tree", 5) && (r[21] == '/' || !r[21]))
+            return (size_t)snprintf(out, outn, "%s%s", m->path, r + 21) < outn;
+    }
+    return 0;
+}
+
+int sh_map_back(const char *real, char *out, size_t outn)
+{
+    if (!sh_nmounts || !strstr(real, "/mounts/"))
+        return 0;
+    if (map_under(real, sh_cache, out, outn))
+        return 1;
+    if (sh_cache_real[0])
+        return map_under(real, sh_cache_real, out, outn);
+    /* the cache is not decided in this process yet (a cwd inherited from the parent): its real path now */
+    SH_SCRATCH(t);
+    return sh_r.realpath(sh_cache, t->a) && map_under(real, t->a, out, outn);
+}
+
+/* Classifies path relative to the cwd when the cwd is inside the skeleton of a mount (or an ancestor). */
+static int cwd_classify(const char *path, struct sh_loc *l)
+{
+    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_ACQUIRE);
+    if (w & 1)
+        return L_NONE;
+    SH_SCRATCH(t);
+    if (!sh_r.getcwd(t->a, SH_SCR))
+        return L_NONE;
+    if (sh_map_back(t->a, t->b, SH_PATH)) {
+        if ((size_t)snprintf(t->c, SH_SCR, "%s/%s", t->b, path) >= SH_SCR)
+            return L_NONE;
+        return sh_classify_abs(t->c, l);
+    }
+    /* not in a mount: remember it, unless a chdir came in between (vfork children share the word: no) */
+    if (!sh_in_vfork())
+        __atomic_compare_exchange_n(&cwd_word, &w, w | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    return L_NONE;
+}
+
+void sh_cwd_changed(void)
+{
+    /* a new generation, "unknown" (bit 0 clear); in a vfork child too: the parent's cwd is not affected, but
+     * forgetting costs the parent one getcwd, while a stale "not in a mount" would answer wrongly */
+    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_RELAXED), n;
+    do
+        n = (w | 1) + 1;
+    while (!__atomic_compare_exchange_n(&cwd_word, &w, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+}
+
+static int join_classify(const char *base, const char *path, struct sh_loc *l)
+{
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/%s", base, path) >= SH_SCR)
+        return L_NONE;
+    return sh_classify_abs(t->a, l);
+}
+
+int sh_classify(int dirfd, const char *path, struct sh_loc *l)
+{
+    l->kind = L_NONE;
+    if (!sh_nmounts || !path || !*path)
+        return L_NONE;
+    if (sh_env_error[0] && !sh_env_error_logged) {
+        sh_env_error_logged = 1;
+        sh_log(0, "%s", sh_env_error);
+    }
+    if (path[0] == '/')
+        return sh_classify_abs(path, l);
+    int e = errno;
+    int k = L_NONE;
+    if (dirfd == AT_FDCWD) {
+        k = cwd_classify(path, l);
+    } else {
+        SH_LOC(b);
+        if (sh_fd_dirloc(dirfd, &b))
+            k = join_classify(b.path, path, l);
+    }
+    errno = e;
+    return k;
+}
+
+/* Most calls that fail outside the mounts name a missing entry of a directory that exists (an interpreter
+ * probing its search path). If that directory opens, the kernel resolved every symlink on the way; where it
+ * really is, plus the last component (when that is not a link itself), says whether the path can lead into
+ * a mount: four system calls instead of a readlink per component (a third less time for the 8-component
+ * paths of a Python site-packages). 1: it cannot (the caller's real answer stands); 0: walk the path. */
+static int parent_rules_out(const char *abs)
+{
+    /* measured: below five components the walk is as cheap */
+    int comps = 0;
+    for (const char *c = abs; *c; c++)
+        comps += *c == '/';
+    const char *slash = strrchr(abs, '/');
+    if (comps < 5 || !slash || slash == abs || !slash[1] || sh_dot_comp(slash + 1, strlen(slash + 1)))
+        return 0;
+    SH_SCRATCH(t);
+    char *dir = t->a, *real = t->b, *full = t->c, pp[32];
+    size_t dl = (size_t)(slash - abs);
+    if (dl >= SH_PATH)
+        return 0;
+    memcpy(dir, abs, dl);
+    dir[dl] = 0;
+    int fd = sh_r.open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int last_is_link = sh_r.fstatat(fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    ssize_t k = sh_r.readlink(pp, real, SH_PATH - 1);
+    sh_r.close(fd);
+    if (last_is_link || k <= 0 || real[0] != '/')
+        return 0;
+    real[k] = 0;
+    SH_LOC(l);
+    if ((size_t)snprintf(full, SH_SCR, "%s%s", real, slash) >= SH_SCR)
+        return 0;
+    return sh_classify_abs(full, &l) == L_NONE;
+}
+
+int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
+{
+    l->kind = L_NONE;
+    if (!sh_nmounts || !path || !*path)
+        return L_NONE;
+    int e = errno;
+    SH_SCRATCH(t);
+    /* rem: what is left to walk; res: the resolved real prefix; tmp, tgt: for splicing in a link's target */
+    char *rem = t->a, *res = t->b, *tmp = t->c, *tgt = t->d;
+    if (path[0] == '/') {
+        if (strlen(path) >= SH_SCR)
+            goto none;
+        strcpy(rem, path);
+    } else {
+        char *base = tmp, *lg = tgt;
+        if (dirfd == AT_FDCWD) {
+            if (!sh_r.getcwd || !sh_r.getcwd(base, SH_SCR))
+                goto none;
+        } else {
+            char pp[32];
+            snprintf(pp, sizeof pp, "/proc/self/fd/%d", dirfd);
+            ssize_t k = sh_r.readlink(pp, base, SH_SCR - 1);
+            if (k <= 0 || base[0] != '/')
+                goto none;
+            base[k] = 0;
+        }
+        const char *b = sh_map_back(base, lg, SH_PATH) ? lg : base;
+        if ((size_t)snprintf(rem, SH_SCR, "%s/%s", b, path) >= SH_SCR)
+            goto none;
+    }
+    if (parent_rules_out(rem))
+        goto none;
+    size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
+    res[0] = 0;
+    int hops = 0;
+    const char *p = rem, *s;
+    size_t n;
+    while ((n = sh_next_comp(&p, &s))) {
+        int dot = sh_dot_comp(s, n);
+        if (dot == 1)
+            continue;
+        if (dot == 2) {
+            rl = sh_drop_comp(res, rl);
+            res[rl] = 0;
+            continue;
+        }
+        if (rl + 1 + n >= SH_PATH)
+            goto none;
+        res[rl] = '/';
+        memcpy(res + rl + 1, s, n);
+        res[rl + 1 + n] = 0;
+        SH_LOC(c);
+        int ck = sh_classify_abs(res, &c);
+        if (ck != L_NONE) {
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", res, p) >= SH_SCR)
+                goto none;
+            int fk = sh_classify_abs(tmp, l);
+            if (fk == L_MNT || (fk == L_ANC && ck == L_ANC)) {
+                errno = e;
+                return fk;
+            }
+        }
+        ssize_t k = sh_r.readlink(res, tgt, SH_PATH - 1);
+        if (k >= 0) {
+            if (++hops > SH_MAX_HOPS)
+                goto none;
+            tgt[k] = 0;
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", tgt, p) >= SH_SCR)
+                goto none;
+            strcpy(rem, tmp);
+            p = rem;
+            if (tgt[0] == '/')
+                rl = 0;
+            res[rl] = 0;
+            continue;
+        }
+        if (errno != EINVAL)
+            goto none;
+        rl += 1 + n;
+    }
+none:
+    l->kind = L_NONE;
+    errno = e;
+    return L_NONE;
+}
+

@@ -1,0 +1,364 @@
+/* tree.c - answers from the index: walking a path inside a mount (symlinks followed as the kernel would), the
+ * stat of entries (synthesised for files and links, the skeleton directory for dirs), the skeleton and ancestor
+ * directories in the cache, and the path calls that need no fetch (readlink, realpath, access, chdir, statfs). */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- the index --------------------------------------------------------------------------------------- */
+
+static uint32_t child(const struct sh_mount *m, uint32_t dir, const char *name, size_t n)
+{
+    const struct hfs3_index_entry *d = &m->ents[dir];
+    const uint32_t *k = m->kids + d->child_first;
+    size_t lo = 0, hi = d->child_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct hfs3_index_entry *c = &m->ents[k[mid]];
+        size_t cn = c->name_len;
+        int r = memcmp(m->strs + c->name_off, name, cn < n ? cn : n);
+        if (r == 0)
+            r = cn < n ? -1 : cn > n ? 1 : 0;
+        if (r == 0)
+            return k[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return HFS3_INDEX_NONE;
+}
+
+/* Walks rel (inside mount m) following symlinks (the last one only with follow). 0 and *out, or -errno. */
+static int walk(const struct sh_mount *m, const char *rel, int follow, uint32_t *out)
+{
+    SH_SCRATCH(t);
+    char *rem = t->a, *tmp = t->b;
+    if (strlen(rel) >= SH_SCR)
+        return -ENAMETOOLONG;
+    strcpy(rem, rel);
+    uint32_t cur = 0;
+    int hops = 0;
+    const char *p = rem, *s;
+    size_t n;
+    while ((n = sh_next_comp(&p, &s))) {
+        int dot = sh_dot_comp(s, n);
+        if (dot == 1)
+            continue;
+        if (m->ents[cur].type != HFS3_IX_DIR)
+            return -ENOTDIR;
+        if (dot == 2) {
+            if (cur == 0)
+                return -ENOENT;   /* a valid manifest never leaves its tree */
+            cur = m->ents[cur].parent;
+            continue;
+        }
+        if (n > NAME_MAX)
+            return -ENAMETOOLONG;
+        uint32_t c = child(m, cur, s, n);
+        if (c == HFS3_INDEX_NONE)
+            return -ENOENT;
+        const char *q = p;
+        while (*q == '/')
+            q++;
+        if (m->ents[c].type == HFS3_IX_SYMLINK && (*q || follow || *p == '/')) {
+            if (++hops > SH_MAX_HOPS)
+                return -ELOOP;
+            const char *tg = m->strs + m->ents[c].target_off;
+            if (tg[0] == '/')
+                return -ENOENT;
+            if ((size_t)snprintf(tmp, SH_SCR, "%s%s", tg, p) >= SH_SCR)
+                return -ENAMETOOLONG;
+            strcpy(rem, tmp);
+            p = rem;
+            continue;
+        }
+        cur = c;
+    }
+    *out = cur;
+    return 0;
+}
+
+const char *sh_epath(const struct sh_mount *m, uint32_t e)
+{
+    return m->strs + m->ents[e].path_off;
+}
+
+void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n)
+{
+    snprintf(out, n, "%s/tree%s%s", m->dir, *rel ? "/" : "", rel);
+}
+
+static uint64_t fnv(const char *a, const char *b)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)a; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    h = (h ^ '/') * 1099511628211ULL;
+    for (const unsigned char *p = (const unsigned char *)b; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
+{
+    const struct hfs3_index_entry *x = &m->ents[e];
+    memset(st, 0, sizeof *st);
+    st->st_dev = m->dev;
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    st->st_blksize = 4096;
+    st->st_nlink = 1;
+    if (x->type == HFS3_IX_FILE) {
+        /* by path, not content: two files with equal content are two files (du, tar, cp -a); links
+         * resolve to their target's entry first, so they share its identity */
+        st->st_ino = (ino_t)((fnv(m->remote, sh_epath(m, e)) >> 1) | (1ULL << 63));
+        st->st_mode = S_IFREG | 0444;
+        st->st_size = (off_t)x->size;
+        st->st_blocks = (blkcnt_t)((x->size + 511) / 512);
+        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = (time_t)x->mtime;
+    } else {
+        st->st_ino = (ino_t)((fnv(m->remote, sh_epath(m, e)) >> 2) | (1ULL << 62));
+        st->st_mode = x->type == HFS3_IX_DIR ? S_IFDIR | 0555 : S_IFLNK | 0777;
+        st->st_size = x->type == HFS3_IX_DIR ? 4096 : x->target_len;
+        st->st_nlink = x->type == HFS3_IX_DIR ? 2 : 1;
+        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = m->mtime;
+    }
+}
+
+/* Real stat of a skeleton directory (created when missing, outside vfork children), perms forced 0555. */
+int sh_stat_skel(const char *real, struct stat *st)
+{
+    if (sh_r.stat(real, st) < 0) {
+        if (sh_in_vfork())
+            return -ENOENT;
+        sh_mkdirs(real);
+        if (sh_r.stat(real, st) < 0)
+            return -errno;
+    }
+    st->st_mode = (st->st_mode & S_IFMT) | 0555;
+    return 0;
+}
+
+void sh_anc_path(const char *logical, char *out, size_t n)
+{
+    if ((size_t)snprintf(out, n, "%s/mounts/ancestors%s", sh_cache, logical) >= n)
+        out[0] = 0;
+}
+
+/* Resolves l (L_MNT) to an entry; -EAGAIN when the mount is unloaded in a vfork child. */
+int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e)
+{
+    struct sh_mount *m = &sh_mounts[l->m];
+    int rc = sh_mount_get(m);
+    if (rc < 0)
+        return rc;
+    *mp = m;
+    if (m->broken) {
+        if (*l->rel)
+            return -EIO;
+        *e = 0;
+        return 1;   /* the root of a broken mount */
+    }
+    rc = walk(m, l->rel, follow || l->slash, e);
+    if (rc == 0 && l->slash && m->ents[*e].type != HFS3_IX_DIR)
+        return -ENOTDIR;
+    return rc;
+}
+
+/* A read-only directory that has no real one behind it (a missing ancestor, a mount without a cache). */
+static void stat_dir_synth(const char *logical, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    st->st_blksize = 4096;
+    st->st_ino = (ino_t)((fnv("ancestor", logical) >> 2) | (1ULL << 62));
+}
+
+int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
+{
+    SH_SCRATCH(t);
+    char *rp = t->a;
+    if (l->kind == L_ANC) {
+        if ((follow ? sh_r.stat : sh_r.lstat)(l->path, st) == 0)
+            return 0;
+        sh_anc_path(l->path, rp, SH_SCR);
+        if (sh_stat_skel(rp, st) == 0)
+            return 0;
+        stat_dir_synth(l->path, st);
+        return 0;
+    }
+    const struct sh_mount *m;
+    uint32_t e;
+    int rc = sh_resolve(l, follow, &m, &e);
+    if (rc == -EAGAIN) {
+        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
+        return sh_stat_skel(rp, st);
+    }
+    if (rc < 0)
+        return rc;
+    if (rc == 1 || m->ents[e].type == HFS3_IX_DIR) {
+        sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
+        if (sh_stat_skel(rp, st) == 0)
+            return 0;
+        if (rc == 1) {
+            /* a broken mount without its skeleton (no usable cache): still an empty directory */
+            stat_dir_synth(m->path, st);
+            return 0;
+        }
+    }
+    sh_stat_synth(m, e, st);
+    return 0;
+}
+
+/* --- other path calls -------------------------------------------------------------------------------- */
+
+ssize_t sh_readlink(const struct sh_loc *l, char *buf, size_t n)
+{
+    if (n == 0)
+        return -EINVAL;   /* as the kernel, before any lookup */
+    if (l->kind == L_ANC) {
+        ssize_t k = sh_r.readlink(l->path, buf, n);
+        return k >= 0 ? k : errno == ENOENT ? -EINVAL : -errno;
+    }
+    const struct sh_mount *m;
+    uint32_t e;
+    int rc = sh_resolve(l, 0, &m, &e);
+    if (rc == -EAGAIN)
+        return -EIO;
+    if (rc < 0)
+        return rc;
+    if (rc == 1 || m->ents[e].type != HFS3_IX_SYMLINK)
+        return -EINVAL;
+    size_t k = m->ents[e].target_len < n ? m->ents[e].target_len : n;
+    memcpy(buf, m->strs + m->ents[e].target_off, k);
+    return (ssize_t)k;
+}
+
+int sh_realpath(const struct sh_loc *l, char out[SH_PATH])
+{
+    if (l->kind == L_ANC) {
+        struct stat st;
+        if (sh_r.stat(l->path, &st) == 0) {
+            SH_SCRATCH(t);
+            if (!sh_r.realpath(l->path, t->a))
+                return -errno;
+            if (strlen(t->a) >= SH_PATH)
+                return -ENAMETOOLONG;
+            memcpy(out, t->a, strlen(t->a) + 1);
+            return 0;
+        }
+        snprintf(out, SH_PATH, "%s", l->path);
+        return 0;
+    }
+    const struct sh_mount *m;
+    uint32_t e;
+    int rc = sh_resolve(l, 1, &m, &e);
+    if (rc == -EAGAIN)
+        return -EIO;
+    if (rc < 0)
+        return rc;
+    const char *r = rc == 1 ? "" : sh_epath(m, e);
+    if ((size_t)snprintf(out, SH_PATH, "%s%s%s", m->path, *r ? "/" : "", r) >= SH_PATH)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+int sh_access(const struct sh_loc *l, int mode)
+{
+    struct stat st;
+    int rc = sh_stat(l, 1, &st);
+    if (rc < 0)
+        return rc;
+    if (mode & W_OK)
+        return -EROFS;
+    if ((mode & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & 0111))
+        return -EACCES;
+    return 0;
+}
+
+int sh_chdir(const struct sh_loc *l)
+{
+    SH_SCRATCH(t);
+    char *rp = t->a;
+    struct stat st;
+    if (l->kind == L_ANC) {
+        if (sh_r.chdir(l->path) == 0)
+            return 0;
+        if (errno != ENOENT)
+            return -errno;
+        sh_anc_path(l->path, rp, SH_SCR);
+        if (sh_stat_skel(rp, &st) < 0)
+            return -ENOENT;
+        return sh_r.chdir(rp) == 0 ? 0 : -errno;
+    }
+    const struct sh_mount *m;
+    uint32_t e;
+    int rc = sh_resolve(l, 1, &m, &e);
+    if (rc == -EAGAIN) {
+        /* a vfork child (subprocess cwd=): the skeleton is a real directory, no state needed */
+        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
+        return sh_r.chdir(rp) == 0 ? 0 : -errno;
+    }
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
+        return -ENOTDIR;
+    sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
+    if (sh_stat_skel(rp, &st) < 0)
+        return -EIO;
+    return sh_r.chdir(rp) == 0 ? 0 : -errno;
+}
+
+int sh_statfs(const struct sh_loc *l, struct statfs *sf)
+{
+    struct stat st;
+    int rc = sh_stat(l, 1, &st);
+    if (rc < 0)
+        return rc;
+    const char *p = l->kind == L_MNT ? sh_mounts[l->m].dir : sh_cache;
+    if (sh_r.statfs(p, sf) < 0 && sh_r.statfs("/", sf) < 0)
+        return -errno;
+    sf->f_flags |= ST_RDONLY;
+    return 0;
+}
+
+void sh_stat_to_statx(const struct stat *st, struct statx *sx)
+{
+    memset(sx, 0, sizeof *sx);
+    sx->stx_mask = STATX_BASIC_STATS;
+    sx->stx_blksize = (uint32_t)st->st_blksize;
+    sx->stx_nlink = (uint32_t)st->st_nlink;
+    sx->stx_uid = st->st_uid;
+    sx->stx_gid = st->st_gid;
+    sx->stx_mode = (uint16_t)st->st_mode;
+    sx->stx_ino = st->st_ino;
+    sx->stx_size = (uint64_t)st->st_size;
+    sx->stx_blocks = (uint64_t)st->st_blocks;
+    sx->stx_atime.tv_sec = st->st_atim.tv_sec;
+    sx->stx_atime.tv_nsec = (uint32_t)st->st_atim.tv_nsec;
+    sx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+    sx->stx_mtime.tv_nsec = (uint32_t)st->st_mtim.tv_nsec;
+    sx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+    sx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
+    sx->stx_dev_major = major(st->st_dev);
+    sx->stx_dev_minor = minor(st->st_dev);
+    sx->stx_rdev_major = major(st->st_rdev);
+    sx->stx_rdev_minor = minor(st->st_rdev);
+}
