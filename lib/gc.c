@@ -603,8 +603,12 @@ void hfs3_gc_mounts_free(hfs3_gc_mount *m, size_t n)
 
 void hfs3_gc_note_remote(const hfs3_cache *c, int mfd, const char *mdir, const char *spec)
 {
+    /* a note for `cache du` and `status`: it must not replace the message of the refresh that called it */
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
     char *have = read_line_at(c, mfd, "remote", mdir, NULL);
     if (!have || strcmp(have, spec) != 0)
         hfs3_cache_write_line(c, mfd, "remote", mdir, spec);
     free(have);
+    hfs3_err(0, "%s", saved);
 }
