@@ -3,7 +3,7 @@
  * ACCESS "-" means anonymous. list prints "key<TAB>size<TAB>etag<TAB>mtime" lines; get writes the body to
  * stdout; head prints "size etag mtime"; put prints the new ETag. Errors: one line on stderr, exit 1
  * (2 for usage). Environment: S3CLI_MAX_KEYS (ListObjectsV2 page size), S3CLI_RETRIES, S3CLI_BACKOFF_MS,
- * S3CLI_SESSION_TOKEN, S3CLI_VIRTUAL=1 (virtual-hosted addressing), S3CLI_IF_MATCH and
+ * S3CLI_SESSION_TOKEN, S3CLI_LOW_SPEED_TIME (seconds; default HFS3_LOW_SPEED_TIME or 30), S3CLI_VIRTUAL=1 (virtual-hosted addressing), S3CLI_IF_MATCH and
  * S3CLI_IF_NONE_MATCH (conditional GET). get reports "status N size N etag E [not-modified]" on stderr.
  * It fills hfs3_remote by hand so it depends on nothing but s3.c and sigv4.c. */
 #include <errno.h>
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
     o.max_retries = (int)envl("S3CLI_RETRIES");
     o.backoff_base_ms = envl("S3CLI_BACKOFF_MS");
     o.connect_timeout_ms = 3000;
-    o.low_speed_time_s = 10;
+    o.low_speed_time_s = envl("S3CLI_LOW_SPEED_TIME");
 
     hfs3_s3 *c = NULL;
     int rc = hfs3_s3_new(&r, &o, &c);
