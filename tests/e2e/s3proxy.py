@@ -17,7 +17,7 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
   --cut-after K    whole body) but only K body bytes, then the connection is closed.
   --fault KIND     one more fault, injected into every Nth (--fault-every N, default 1) eligible GET whose
                    path contains SUBSTR, at most M times (--fault-max M, default no limit); --fault-at K
-                   (default 1000) places it. KIND is one of
+                   (default 1000) places it; paths containing --exclude SUBSTR never get it. KIND is one of
                      flip      one byte of the body (at K, or the last byte of a shorter body) has a bit flipped
                      truncate  the full headers, K body bytes, then the connection is closed (FIN)
                      cut       K body bytes, then the connection is reset (RST)
@@ -160,7 +160,7 @@ def make_handler(st):
                 self.note(n, "503-injected", 503, len(SLOWDOWN))
                 return
             fault = None
-            if matched and a.fault and self.command == "GET":
+            if matched and a.fault and self.command == "GET" and not (a.exclude and a.exclude in self.path):
                 if a.fault in ("500", "503") and st.take_fault():
                     if a.fault == "500":
                         self.reply_error(500, "Internal Server Error", INTERNAL)
@@ -345,6 +345,7 @@ def main():
     p.add_argument("--fault-every", type=int, default=1)
     p.add_argument("--fault-max", type=int, default=0)
     p.add_argument("--fault-at", type=int, default=1000)
+    p.add_argument("--exclude", default="")
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)
