@@ -30,6 +30,7 @@ struct hfs3_s3 {
     char *host;       /* the Host header we send and sign */
     char *base;       /* decoded path before the key: "/bucket" (path style), "" (virtual) */
     uint64_t rng;
+    struct curl_slist *resolve; /* HFS3_TEST_RESOLVE (tests only): host:port:address entries */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -365,6 +366,23 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
             (eplen && hfs3_buf_add(&b, epath, eplen)) || !(c->base = hfs3_buf_take(&b, NULL)))
             goto fail;
     }
+    /* test-only: name resolution overrides (curl's --resolve), so that virtual-hosted addressing and TLS
+     * host names can be tested end to end on loopback; "host:port:address[,host:port:address...]" */
+    const char *res = getenv("HFS3_TEST_RESOLVE");
+    if (res && *res) {
+        char *copy = hfs3_strdup(res), *save = NULL;
+        if (!copy)
+            goto fail;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            struct curl_slist *n = curl_slist_append(c->resolve, t);
+            if (!n) {
+                free(copy);
+                goto fail;
+            }
+            c->resolve = n;
+        }
+        free(copy);
+    }
     c->h = curl_easy_init();
     if (!c->h) {
         rc = hfs3_err(-ENOMEM, "s3: curl_easy_init failed");
@@ -386,6 +404,7 @@ void hfs3_s3_free(hfs3_s3 *c)
         return;
     if (c->h)
         curl_easy_cleanup(c->h);
+    curl_slist_free_all(c->resolve);
     free(c->origin);
     free(c->host);
     free(c->base);
@@ -632,6 +651,8 @@ static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *h
     SET(CURLOPT_SSL_VERIFYHOST, c->r->tls_verify ? 2L : 0L);
     if (c->r->ca_bundle)
         SET(CURLOPT_CAINFO, c->r->ca_bundle);
+    if (c->resolve)
+        SET(CURLOPT_RESOLVE, c->resolve);
     SET(CURLOPT_USERAGENT, "hfs3/" HFS3_VERSION);
     SET(CURLOPT_HTTPHEADER, hdrs);
     SET(CURLOPT_HEADERFUNCTION, on_header);
