@@ -246,9 +246,12 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char got[65])
     }
     if (rc == -ECANCELED)
         return rc;
-    if (rc == -ESTALE && g.if_match)
+    if (rc == -ESTALE && g.if_match) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", hfs3_errmsg());
         return hfs3_err(rc, "object changed since the manifest was built (If-Match %s failed: %s)", g.if_match,
-                        hfs3_errmsg());
+                        why);
+    }
     if (rc < 0)
         return rc;
     if (s.off > s.end)

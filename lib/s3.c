@@ -754,6 +754,16 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
             break;
         }
         int retry = 0;
+        if (cc != CURLE_OK && q->sink && status_ok(x->status) && strcmp(q->method, "HEAD") &&
+            ((q->ranged && x->next >= q->hi) || (x->status == 206 && x->have_total && x->next >= x->total) ||
+             (x->status == 200 && x->have_len && x->next >= x->content_length))) {
+            /* every byte asked for arrived and the error came after the last one (a reset, or the low-speed
+             * timer firing at the end): done; a retry would ask for an empty range (416) */
+            hfs3_debug("s3: %s %s: %s after the last byte; the body is complete", q->op, q->what,
+                       curl_easy_strerror(cc));
+            rc = 0;
+            break;
+        }
         if (cc != CURLE_OK) {
             if (!retryable_curl(cc) || attempt >= attempts) {
                 rc = curl_error(c, x, cc, attempt);
