@@ -133,12 +133,13 @@ typedef struct chunk_sink {
 /* 1 when the file has chunk digests and this job's ranges are those chunks. */
 static int has_digests(const fetch_job *j) { return j->f->chunks && j->f->chunk_size && j->chunk == j->f->chunk_size; }
 
-/* Sleeps before try `attempt` (1 = the first retry): 200 ms doubled each time, up to 5 s, with jitter. */
-static void fetch_backoff(int attempt)
+/* Sleeps before try `attempt` (1 = the first retry): 200 ms doubled each time, up to cap_ms, with jitter
+ * (half to all of it). Damaged bytes are not server load: chunk retries use a low cap. */
+static void fetch_backoff(int attempt, long cap_ms)
 {
-    long ms = 200L << (attempt < 5 ? attempt - 1 : 4);
-    if (ms > 5000)
-        ms = 5000;
+    long ms = 200L << (attempt < 6 ? attempt - 1 : 5);
+    if (ms > cap_ms)
+        ms = cap_ms;
     unsigned r = 0;
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
         r = (unsigned)getpid() ^ (unsigned)attempt;
@@ -289,7 +290,7 @@ static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i)
         pthread_mutex_unlock(&j->mu);
         if (stop)
             return -ECANCELED;
-        fetch_backoff(t);
+        fetch_backoff(t, 1000);
     }
 }
 
@@ -664,7 +665,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             hfs3_warn("%s: %s: %s; fetching it again from the start (try %d of %d)", r->spec, f->path,
                       hfs3_errmsg(), t + 1, HFS3_FETCH_TRIES);
             res->refetched_files++;
-            fetch_backoff(t);
+            fetch_backoff(t, 5000);
         }
         res->refetched_chunks += j.refetched;
         pthread_cond_destroy(&j.cv);

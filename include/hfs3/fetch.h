@@ -16,7 +16,7 @@
 #define HFS3_FETCH_CHUNK (16u << 20)     /* the largest range one GET asks for */
 #define HFS3_FETCH_MIN_CHUNK (2u << 20)  /* ranges are not split below this (and smaller files: one GET) */
 #define HFS3_FETCH_TRIES 3               /* whole-file fetches when the sha256 does not match */
-#define HFS3_FETCH_CHUNK_TRIES 6         /* fetches of one chunk whose digest does not match */
+#define HFS3_FETCH_CHUNK_TRIES 12        /* fetches of one chunk whose digest does not match */
 
 /* What to fetch: a file entry of a manifest with its object key. */
 typedef struct hfs3_fetch_file {
