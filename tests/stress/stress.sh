@@ -76,7 +76,7 @@ for spec in "flip:2:" "cut:2:--fault-at 100000" "truncate:2:--fault-at 100000" "
     if [ "$kind" = stall ]; then load "$name:models/m1" HFS3_LOW_SPEED_TIME=1 HFS3_RETRIES=8
     else load "$name:models/m1" HFS3_RETRIES=8; fi
   done
-  row "$kind (every ${every}th reply)" "$(grep -c "$kind-injected" "$WORK/$name.log")"
+  row "$kind (1 in $every replies)" "$(grep -c "$kind-injected" "$WORK/$name.log")"
   stop_proxies
 done
 
@@ -136,7 +136,7 @@ DISKNOTE="disk full: not run (not root, or no tmpfs)"
 mkdir -p "$SMALL"
 clean=0
 if [ "$(id -u)" = 0 ]; then
-  for sz in 1m 4m 8m 16m 32m; do
+  for sz in ${STRESS_DISK_SIZES:-1m 4m 8m 16m 32m}; do
     mount -t tmpfs -o size=$sz tmpfs "$SMALL" 2>/dev/null || break
     LOADS=$((LOADS + 1))
     if HFS3_CACHE_DIR=$SMALL/c "$HFS3_BIN" fetch s3test:models/m1 >/dev/null 2>"$WORK/full.err"; then DONE=$((DONE + 1)); else
@@ -149,7 +149,7 @@ if [ "$(id -u)" = 0 ]; then
   done
   DISKNOTE="disk full: $clean of $LOADS loads failed cleanly (one ENOSPC line, tmp/ empty)"
   [ "$clean" = "$LOADS" ] || bad=1
-  ROWS+=("$(printf '| %-34s | %6s | %5s | %9s | %6s | %11s |' "disk full (tmpfs 1-32 MiB)" "$LOADS" "$LOADS" "$DONE" "$FAILED" "$WRONG")")
+  ROWS+=("$(printf '| %-34s | %6s | %5s | %9s | %6s | %11s |' "disk full (tmpfs ${STRESS_DISK_SIZES:-1m 4m 8m 16m 32m})" "$LOADS" "$LOADS" "$DONE" "$FAILED" "$WRONG")")
   [ "$WRONG" = 0 ] || bad=1
 fi
 
