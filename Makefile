@@ -1,4 +1,4 @@
-# hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make install PREFIX= DESTDIR=`.
+# hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`.
 # BUILD=dir puts every output under dir (parallel work trees can use their own).
 CC      ?= cc
 BUILD   ?= build
@@ -42,7 +42,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e stack demo bench fuzz mutate install clean deps FORCE
+.PHONY: all test unit e2e stack demo bench fuzz mutate stress install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -136,6 +136,13 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory $(TOOL_BIN)
 	@BUILD=$(BUILD) bash bench/run.sh
+
+# Fault figures for the README: at least STRESS_FAULTS (100) faults of each kind through tests/e2e/s3proxy.py,
+# server restarts, STRESS_KILLS (20) helper kills, disk full (as root). Minutes; not part of `make test`
+# (t_heal_stress runs a small version of it).
+stress: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash tests/stress/stress.sh
 
 # Coverage-guided fuzzing of the parsers (clang + libFuzzer); FUZZ_SECONDS per target. Not part of `make test`.
 fuzz:

@@ -105,13 +105,13 @@ static int load_manifest(const hfs3_cache *c, const char *spec, hfs3_remote **r,
     return hfs3_mount_load(c, spec, m);
 }
 
-static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_entry *e, const hfs3_fetch_opts *o,
-                       hfs3_fetch_result *res)
+static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_manifest *m, const hfs3_entry *e,
+                       const hfs3_fetch_opts *o, hfs3_fetch_result *res)
 {
     char *key = hfs3_remote_key(r, e->path);
     if (!key)
         return hfs3_err(-ENOMEM, "out of memory");
-    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag};
+    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks};
     int rc = hfs3_fetch(c, r, &f, o, res);
     if (rc < 0 && rc != -EWOULDBLOCK)
         hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
@@ -216,7 +216,7 @@ int cmd_get(int argc, char **argv)
         goto fail_sha;
     }
     hfs3_fetch_opts o = {.lock_fd = lock_fd};
-    rc = fetch_entry(c, r, e, &o, NULL);
+    rc = fetch_entry(c, r, m, e, &o, NULL);
     if (rc < 0)
         errline(hfs3_errmsg()); /* fetch wrote fails/<sha>.err itself */
     else
@@ -342,7 +342,7 @@ int cmd_prefetch(int argc, char **argv)
     for (size_t k = 0; k < n; k++) {
         const hfs3_entry *e = &m->entries[order[k]];
         hfs3_fetch_result res;
-        int rc = fetch_entry(c, r, e, &o, &res);
+        int rc = fetch_entry(c, r, m, e, &o, &res);
         if (rc == -EWOULDBLOCK)
             hfs3_debug("_prefetch %s: %s is being fetched by another process", spec, e->path);
         else if (rc < 0)
@@ -427,7 +427,7 @@ int cmd_fetch(int argc, char **argv)
     for (size_t k = 0; k < n; k++) {
         const hfs3_entry *e = &m->entries[order[k]];
         hfs3_fetch_result res;
-        if (fetch_entry(c, r, e, &o, &res) < 0) {
+        if (fetch_entry(c, r, m, e, &o, &res) < 0) {
             if (p.on)
                 cmd_progress_end();
             errline(hfs3_errmsg());

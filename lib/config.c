@@ -112,6 +112,14 @@ static int ini_load(ini *f, const char *path, int aws)
     }
     if (rc < 0)
         return rc;
+    /* a NUL would silently end the text here, and every later line (a second endpoint...) with it */
+    const char *nul = memchr(f->text, 0, len);
+    if (nul) {
+        size_t at = (size_t)(nul - f->text);
+        free(f->text);
+        f->text = NULL;
+        return hfs3_err(-EINVAL, "%s: a NUL byte at byte %zu: the file is damaged or not text", path, at);
+    }
     f->found = 1;
     char *line = f->text;
     const char *sect = NULL, *parent = NULL;
@@ -785,6 +793,17 @@ static int split_bucket(hfs3_remote *r, const char *path)
         pl--;
     if (!(r->bucket = strndup(path, bl)) || !(r->prefix = strndup(p, pl)))
         return hfs3_err(-ENOMEM, "out of memory");
+    /* "." and ".." segments: a URL path with them is normalised by HTTP stacks, so what is signed and what
+     * a server or proxy resolves could name different objects; no S3 prefix needs them */
+    for (const char *c = path; *c;) {
+        size_t cl = strcspn(c, "/");
+        if ((cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
+            return hfs3_err(-EINVAL, "remote %s: the path has a '%.*s' segment, which is not supported (name the "
+                            "prefix without '.' and '..')", r->spec, (int)cl, c);
+        c += cl;
+        while (*c == '/')
+            c++;
+    }
     return 0;
 }
 
@@ -837,6 +856,16 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
     r->tls_verify = hfs3_env_bool("HFS3_TLS_VERIFY", 1);
 
     const char *colon = strchr(spec, ':');
+    size_t comma = strcspn(spec, ",");
+    if (!hfs3_starts_with(spec, "s3://") && spec[comma] && (!colon || spec + comma < colon)) {
+        /* rclone's connection strings (name,key=value,...:bucket/p) carry secrets: nothing after the comma
+         * is repeated, here or anywhere (r->spec is in every later message) */
+        rc = hfs3_err(-EINVAL, "REMOTE '%.*s,...': rclone connection-string remotes are not supported (they "
+                      "would put credentials in process arguments); define the remote in rclone.conf or with "
+                      "RCLONE_CONFIG_<NAME>_* variables", (int)(comma < 64 ? comma : 64), spec);
+        memset(r->spec, 0, strlen(r->spec));
+        goto fail;
+    }
     if (hfs3_starts_with(spec, "s3://")) {
         if ((rc = split_bucket(r, spec + 5)) < 0 || (rc = parse_s3(r, &pref)) < 0)
             goto fail;

@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hfs3/log.h"
@@ -124,12 +126,62 @@ typedef struct fetch_job {
     int err;
     char errmsg[1024];
     uint64_t fetched;
+    int refetched;        /* chunks fetched again after a digest mismatch */
+    char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
 
 typedef struct chunk_sink {
     fetch_job *j;
     uint64_t off, end;
+    hfs3_sha256_ctx *h;   /* the chunk's digest as it arrives (chunk digests only) */
 } chunk_sink;
+
+/* 1 when the file has chunk digests and this job's ranges are those chunks. */
+static int has_digests(const fetch_job *j) { return j->f->chunks && j->f->chunk_size && j->chunk == j->f->chunk_size; }
+
+/* Sleeps before try `attempt` (1 = the first retry): 200 ms doubled each time, up to cap_ms, with jitter
+ * (half to all of it). Damaged bytes are not server load: chunk retries use a low cap. */
+static void fetch_backoff(int attempt, long cap_ms)
+{
+    long ms = 200L << (attempt < 6 ? attempt - 1 : 5);
+    if (ms > cap_ms)
+        ms = cap_ms;
+    unsigned r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (unsigned)getpid() ^ (unsigned)attempt;
+    ms = ms / 2 + (long)(r % (unsigned)(ms / 2 + 1));
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+/* Checks chunk i of the .part against its digest (resume). 1 good, 0 bad or unreadable. */
+static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf)
+{
+    uint64_t off = (uint64_t)i * j->chunk, end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    if (!h)
+        return 0;
+    int good = 1;
+    while (good && off < end) {
+        size_t want = end - off < HASH_BUF ? (size_t)(end - off) : HASH_BUF;
+        ssize_t got = pread(j->fd, buf, want, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            good = 0;
+        else {
+            hfs3_sha256_update(h, buf, (size_t)got);
+            off += (uint64_t)got;
+        }
+    }
+    unsigned char md[32];
+    char hex[65];
+    hfs3_sha256_final(h, md);
+    hfs3_sha256_free(h);
+    hfs3_hex(md, 32, hex);
+    return good && !memcmp(hex, j->f->chunks + (size_t)i * 64, 64);
+}
 
 /* Records the first failure (the message is per-thread: copy it to the job) and wakes the hasher. */
 static void job_fail(fetch_job *j, int rc)
@@ -147,8 +199,16 @@ static int chunk_write(void *ud, const void *data, size_t n)
 {
     chunk_sink *s = ud;
     fetch_job *j = s->j;
-    if (n > s->end - s->off)
-        return hfs3_err(-EIO, "object is larger than the manifest's %" PRIu64 " bytes", j->f->size);
+    if (n > s->end - s->off) {
+        /* noticed where it arrives: not one byte past the range reaches the file */
+        if (s->end == j->f->size)
+            return hfs3_err(-EIO, "server sent more bytes than the manifest's size (%" PRIu64 " bytes)",
+                            j->f->size);
+        return hfs3_err(-EIO, "server sent more bytes than requested (range %" PRIu64 "-%" PRIu64 ")",
+                        s->end - j->chunk, s->end - 1);
+    }
+    if (s->h)
+        hfs3_sha256_update(s->h, data, n);
     const char *p = data;
     size_t left = n;
     while (left) {
@@ -171,11 +231,14 @@ static int chunk_write(void *ud, const void *data, size_t n)
     return stop ? -ECANCELED : 0;
 }
 
-static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i)
+/* Fetches range i into the .part; with chunk digests, checks it as it arrives (-EBADMSG: mismatch). */
+static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char got[65])
 {
     uint64_t off = (uint64_t)i * j->chunk;
     uint64_t len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
-    chunk_sink s = {j, off, off + len};
+    chunk_sink s = {j, off, off + len, NULL};
+    if (has_digests(j) && !(s.h = hfs3_sha256_new()))
+        return hfs3_err(-ENOMEM, "out of memory");
     hfs3_s3_get g = {0};
     g.ranged = j->nchunks > 1;
     g.offset = off;
@@ -183,18 +246,58 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i)
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
     free(g.etag);
+    unsigned char md[32];
+    if (s.h) {
+        hfs3_sha256_final(s.h, md);
+        hfs3_sha256_free(s.h);
+    }
     if (rc == -ECANCELED)
         return rc;
-    if (rc == -ESTALE)
-        return hfs3_err(rc, "object changed since the manifest was built (If-Match %s failed: HTTP 412)",
-                        g.if_match ? g.if_match : "");
+    if (rc == -ESTALE && g.if_match) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", hfs3_errmsg());
+        return hfs3_err(rc, "object changed since the manifest was built (If-Match %s failed: %s)", g.if_match,
+                        why);
+    }
     if (rc < 0)
         return rc;
+    if (s.off > s.end)
+        return hfs3_err(-EIO, "server sent more bytes than requested (range at %" PRIu64 ")", off);
     if (s.off != s.end)
         return hfs3_err(-EIO, "object is shorter than the manifest's %" PRIu64 " bytes (range at %" PRIu64
                         " ended after %" PRIu64 " of %" PRIu64 " bytes)",
                         j->f->size, off, s.off - off, len);
+    if (s.h) {
+        char hex[65];
+        hfs3_hex(md, 32, hex);
+        memcpy(got, hex, 65);
+        if (memcmp(hex, j->f->chunks + (size_t)i * 64, 64) != 0)
+            return hfs3_err(-EBADMSG, "chunk %u (bytes %" PRIu64 "-%" PRIu64 ") sha256 mismatch: expected %.64s got %s",
+                            i, off, off + len - 1, j->f->chunks + (size_t)i * 64, hex);
+    }
     return 0;
+}
+
+/* fetch_chunk with the chunk-digest healing: a damaged chunk is fetched again, bounded, with backoff. */
+static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i)
+{
+    /* no early stop on the same wrong digest twice here: a fault that damages the same byte of every
+     * second reply gives equal wrong chunks, and still heals on the next try */
+    char got[65] = "";
+    for (int t = 1;; t++) {
+        int rc = fetch_chunk(j, s3, i, got);
+        if (rc != -EBADMSG || t >= HFS3_FETCH_CHUNK_TRIES)
+            return rc;
+        hfs3_warn("%s: %s: %s; fetching that chunk again (try %d of %d)", j->r->spec, j->f->path, hfs3_errmsg(),
+                  t + 1, HFS3_FETCH_CHUNK_TRIES);
+        pthread_mutex_lock(&j->mu);
+        j->refetched++;
+        int stop = j->err;
+        pthread_mutex_unlock(&j->mu);
+        if (stop)
+            return -ECANCELED;
+        fetch_backoff(t, 1000);
+    }
 }
 
 static void *worker(void *arg)
@@ -217,7 +320,7 @@ static void *worker(void *arg)
         uint32_t i = j->next++;
         j->state[i] = CH_BUSY;
         pthread_mutex_unlock(&j->mu);
-        rc = fetch_chunk(j, s3, i);
+        rc = fetch_chunk_healing(j, s3, i);
         if (rc < 0) {
             if (rc != -ECANCELED)
                 job_fail(j, rc);
@@ -335,7 +438,9 @@ static int load_resume(fetch_job *j)
     if (j->done_fd >= 0 && hfs3_read_fd(j->done_fd, 64u << 20, &text, &n, j->done) == 0) {
         unsigned long long size = 0, chunk = 0;
         if (sscanf(text, "hfs3-done 1 %llu %llu\n", &size, &chunk) == 2 && size == j->f->size &&
-            chunk >= MIN_HINT && (size + chunk - 1) / chunk <= UINT32_MAX) {
+            chunk >= MIN_HINT && (size + chunk - 1) / chunk <= UINT32_MAX &&
+            (!j->f->chunks || chunk == j->f->chunk_size)) {
+            /* with chunk digests the ranges must be the chunks, so that each one can be checked */
             uint32_t nchunks = (uint32_t)((size + chunk - 1) / chunk);
             unsigned char *st2 = calloc(nchunks, 1);
             if (st2) {
@@ -513,6 +618,29 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     *resumed_out = resumed;
     if (!resumed && (rc = create_temp(j, j->nchunks > 1)) < 0)
         goto out;
+    if (resumed && has_digests(j)) {
+        /* a .part is not trusted until the end: every reused chunk is checked against its digest now */
+        char *buf = malloc(HASH_BUF);
+        int bad = 0;
+        for (uint32_t i = 0; buf && i < j->nchunks; i++)
+            if (j->state[i] == CH_DONE && !chunk_ok_on_disk(j, i, buf)) {
+                j->state[i] = CH_TODO;
+                bad++;
+            }
+        if (!buf) {
+            for (uint32_t i = 0; i < j->nchunks; i++)
+                j->state[i] = CH_TODO;
+            bad = resumed;
+        }
+        free(buf);
+        if (bad) {
+            hfs3_warn("%s: %s: %d of %d chunks kept from a killed fetch do not match their sha256; fetching them "
+                      "again", j->r->spec, j->f->path, bad, resumed);
+            resumed -= bad;
+            *resumed_out = resumed;
+            j->refetched += bad;
+        }
+    }
     if (!resumed) {
         int e = posix_fallocate(j->fd, 0, (off_t)j->f->size);
         if (e == EOPNOTSUPP || e == EINVAL)
@@ -558,6 +686,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         goto out;
     }
     if (strcmp(hex, j->f->sha256) != 0) {
+        memcpy(j->got, hex, sizeof j->got);
         rc = hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s", j->f->path, j->f->sha256, hex);
         goto out;
     }
@@ -659,16 +788,40 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1};
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
         int nthreads;
-        hfs3_fetch_plan(f->size, conns, o->chunk_size, &j.chunk, &j.nchunks, &nthreads);
+        int digests = f->chunks && f->chunk_size && strlen(f->chunks) == 64 * ((f->size + f->chunk_size - 1) /
+                                                                               f->chunk_size);
+        if (f->chunks && !digests) {
+            rc = hfs3_err(-EINVAL, "chunk digests do not match the size");
+            goto failed;
+        }
+        /* with chunk digests every range is one chunk, so each can be checked and fetched again alone */
+        hfs3_fetch_plan(f->size, conns, digests ? f->chunk_size : o->chunk_size, &j.chunk, &j.nchunks, &nthreads);
         pthread_mutex_init(&j.mu, NULL);
         pthread_cond_init(&j.cv, NULL);
         int resumed = 0;
-        rc = fetch_attempt(&j, 1, nthreads, res, &resumed);
-        if (rc == -EBADMSG && resumed) {
-            /* the reused bytes may be from another version of the object: once more from scratch */
-            hfs3_warn("%s: %s; fetching it again from the start", r->spec, hfs3_errmsg());
-            rc = fetch_attempt(&j, 0, nthreads, res, &resumed);
+        uint64_t plan_chunk = j.chunk;
+        uint32_t plan_n = j.nchunks;
+        char last[65] = "";
+        for (int t = 1;; t++) {
+            j.chunk = plan_chunk;
+            j.nchunks = plan_n;
+            j.got[0] = 0;
+            rc = fetch_attempt(&j, t == 1, nthreads, res, &resumed);
+            if (rc != -EBADMSG || t >= HFS3_FETCH_TRIES)
+                break;
+            /* the same wrong content from a fresh download: the object is not what the manifest says; and a
+             * chunk that failed all its own tries is not helped by fetching every other chunk again */
+            if ((j.got[0] && !strcmp(j.got, last) && !resumed) || (!j.got[0] && !resumed))
+                break;
+            memcpy(last, j.got, sizeof last);
+            /* bytes damaged on the way, or reused from another version of the object: from scratch, with
+             * backoff; nothing reaches blobs/ before the whole-file sha256 matched */
+            hfs3_warn("%s: %s: %s; fetching it again from the start (try %d of %d)", r->spec, f->path,
+                      hfs3_errmsg(), t + 1, HFS3_FETCH_TRIES);
+            res->refetched_files++;
+            fetch_backoff(t, 5000);
         }
+        res->refetched_chunks += j.refetched;
         pthread_cond_destroy(&j.cv);
         pthread_mutex_destroy(&j.mu);
     }

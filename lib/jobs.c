@@ -103,8 +103,81 @@ void jobs_progress_add(jobs_progress *pr, uint64_t bytes, size_t files)
 }
 
 
+int jobs_chunker_init(jobs_chunker *k, uint64_t csize)
+{
+    memset(k, 0, sizeof *k);
+    k->csize = csize;
+    hfs3_buf_init(&k->hex, 0);
+    k->whole = hfs3_sha256_new();
+    if (csize)
+        k->part = hfs3_sha256_new();
+    if (!k->whole || (csize && !k->part)) {
+        jobs_chunker_free(k);
+        return hfs3_err(-ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int chunk_end(jobs_chunker *k)
+{
+    unsigned char md[32];
+    char hex[65];
+    hfs3_sha256_final(k->part, md);
+    hfs3_sha256_free(k->part);
+    k->part = NULL;
+    hfs3_hex(md, 32, hex);
+    k->in_part = 0;
+    if (hfs3_buf_add(&k->hex, hex, 64))
+        return hfs3_err(-ENOMEM, "out of memory");
+    return 0;
+}
+
+int jobs_chunker_add(jobs_chunker *k, const void *data, size_t n)
+{
+    hfs3_sha256_update(k->whole, data, n);
+    const char *p = data;
+    while (k->csize && n) {
+        if (!k->part && !(k->part = hfs3_sha256_new()))
+            return hfs3_err(-ENOMEM, "out of memory");
+        size_t take = k->csize - k->in_part < n ? (size_t)(k->csize - k->in_part) : n;
+        hfs3_sha256_update(k->part, p, take);
+        k->in_part += take;
+        p += take;
+        n -= take;
+        if (k->in_part == k->csize && chunk_end(k) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int jobs_chunker_finish(jobs_chunker *k, char out[65], char **chunks)
+{
+    int rc = 0;
+    unsigned char md[32];
+    hfs3_sha256_final(k->whole, md);
+    hfs3_hex(md, 32, out);
+    if (k->csize && k->in_part)
+        rc = chunk_end(k);
+    if (!rc && k->csize && chunks) {
+        if (!(*chunks = k->hex.len ? hfs3_buf_take(&k->hex, NULL) : hfs3_strdup("")))
+            rc = hfs3_err(-ENOMEM, "out of memory");
+    }
+    jobs_chunker_free(k);
+    return rc;
+}
+
+void jobs_chunker_free(jobs_chunker *k)
+{
+    if (k->whole)
+        hfs3_sha256_free(k->whole);
+    if (k->part)
+        hfs3_sha256_free(k->part);
+    k->whole = k->part = NULL;
+    hfs3_buf_free(&k->hex);
+}
+
 typedef struct stream_sink {
-    hfs3_sha256_ctx *sha;
+    jobs_chunker k;
     uint64_t n, unreported;
     jobs_progress *pr;
 } stream_sink;
@@ -112,7 +185,8 @@ typedef struct stream_sink {
 static int stream_to_sha(void *ud, const void *data, size_t n)
 {
     stream_sink *s = ud;
-    hfs3_sha256_update(s->sha, data, n);
+    if (jobs_chunker_add(&s->k, data, n) < 0)
+        return -ENOMEM;
     s->n += n;
     s->unreported += n;
     if (s->unreported >= (4u << 20)) {
@@ -124,11 +198,11 @@ static int stream_to_sha(void *ud, const void *data, size_t n)
 
 /* Streams object `key` and hashes it; also checks the byte count against `size`. */
 int jobs_hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t size, jobs_progress *pr,
-                       char out[65])
+                     char out[65], char **chunks)
 {
-    stream_sink s = {.sha = hfs3_sha256_new(), .pr = pr};
-    if (!s.sha)
-        return hfs3_err(-ENOMEM, "out of memory");
+    stream_sink s = {.pr = pr};
+    if (jobs_chunker_init(&s.k, chunks ? HFS3_CHUNK_SIZE : 0) < 0)
+        return -ENOMEM;
     hfs3_s3_get g = {.if_match = if_match};
     int rc = hfs3_s3_get_object(c, key, &g, stream_to_sha, &s);
     free(g.etag);
@@ -136,12 +210,10 @@ int jobs_hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t
         rc = hfs3_err(-EIO, "%s: got %llu bytes, the listing said %llu", key, (unsigned long long)s.n,
                       (unsigned long long)size);
     if (rc == 0) {
-        unsigned char md[32];
-        hfs3_sha256_final(s.sha, md);
-        hfs3_hex(md, 32, out);
+        rc = jobs_chunker_finish(&s.k, out, chunks);
         jobs_progress_add(pr, s.unreported, 1);
     }
-    hfs3_sha256_free(s.sha);
+    jobs_chunker_free(&s.k);
     return rc;
 }
 

@@ -30,9 +30,23 @@ typedef struct jobs_progress {
 void jobs_progress_add(jobs_progress *pr, uint64_t bytes, size_t files);
 
 /* Streams object `key` (If-Match if_match when not NULL), hashes it into out (64 hex), and checks that it had
- * exactly `size` bytes. */
+ * exactly `size` bytes. chunks not NULL: also the HFS3_CHUNK_SIZE chunk digests (see jobs_chunker). */
 int jobs_hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t size, jobs_progress *pr,
-                     char out[65]);
+                     char out[65], char **chunks);
+
+/* Chunk digests (docs/manifest.md): the whole-file sha256 and the sha256 of each `csize` slice. */
+typedef struct jobs_chunker {
+    hfs3_sha256_ctx *whole, *part;
+    uint64_t csize, in_part;
+    hfs3_buf hex;          /* 64 hex per finished chunk */
+} jobs_chunker;
+/* 0 or -ENOMEM. csize 0: the whole-file digest only. */
+int jobs_chunker_init(jobs_chunker *k, uint64_t csize);
+int jobs_chunker_add(jobs_chunker *k, const void *data, size_t n);
+/* Ends both digests: out gets the whole file's, *chunks (when csize and chunks) the concatenated chunk
+ * digests (malloc'd; "" for an empty file). Frees k's state either way. */
+int jobs_chunker_finish(jobs_chunker *k, char out[65], char **chunks);
+void jobs_chunker_free(jobs_chunker *k);
 
 /* Appends one printf-formatted line to problems. */
 void jobs_problem(hfs3_buf *problems, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

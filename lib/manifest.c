@@ -57,6 +57,39 @@ static int entry_err(int code, size_t i, const char *path, const char *why)
 
 /* ---------- path rules ---------- */
 
+/* 1 when s is valid UTF-8 (RFC 3629): no stray continuation bytes, no overlong forms, no encoded
+ * surrogates (U+D800..U+DFFF), nothing above U+10FFFF. */
+static int utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t n;
+        unsigned cp, min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            n = 1, cp = c & 0x1f, min = 0x80;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2, cp = c & 0x0f, min = 0x800;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0; /* a continuation byte first, 0xc0/0xc1 (overlong), 0xf5.. */
+        }
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
 /* Checks one path; on failure returns -EINVAL or -E2BIG (a limit) and points *why at the rule. */
 static int path_rule(const char *path, const char **why)
 {
@@ -75,6 +108,10 @@ static int path_rule(const char *path, const char **why)
             *why = "path has a control character";
             return -EINVAL;
         }
+    }
+    if (!utf8_valid(path)) {
+        *why = "path is not valid UTF-8";
+        return -EINVAL;
     }
     if (len > HFS3_MAX_PATH) {
         *why = "path is longer than 4096 bytes";
@@ -407,6 +444,10 @@ int hfs3_manifest_validate(const hfs3_manifest *m)
     }
     if (m->n > HFS3_MAX_ENTRIES)
         return hfs3_err(-E2BIG, "manifest: %zu entries, more than the limit of %d", m->n, HFS3_MAX_ENTRIES);
+    if (m->chunk_size && (m->chunk_size < HFS3_MIN_CHUNK_SIZE || m->chunk_size > HFS3_MAX_CHUNK_SIZE ||
+                          (m->chunk_size & (m->chunk_size - 1))))
+        return hfs3_err(-EINVAL, "manifest: chunk_size %" PRIu64 " is not a power of two from 1 MiB to 1 GiB",
+                        m->chunk_size);
     size_t nlinks = 0;
     for (size_t i = 0; i < m->n; i++) {
         const hfs3_entry *e = &m->entries[i];
@@ -446,6 +487,17 @@ int hfs3_manifest_validate(const hfs3_manifest *m)
                 return entry_err(-E2BIG, i, e->path, "size is not below 2^53");
             if (!hfs3_is_sha256_hex(e->sha256))
                 return entry_err(-EINVAL, i, e->path, "sha256 is not 64 lowercase hex digits");
+            if (e->chunks) {
+                if (!m->chunk_size)
+                    return entry_err(-EINVAL, i, e->path, "chunks without a document-level chunk_size");
+                uint64_t want = (e->size + m->chunk_size - 1) / m->chunk_size;
+                size_t have = strlen(e->chunks);
+                if (have % 64 || have / 64 != want)
+                    return entry_err(-EINVAL, i, e->path, "chunks has the wrong length for size and chunk_size");
+                for (size_t k = 0; k < have; k++)
+                    if (!((e->chunks[k] >= '0' && e->chunks[k] <= '9') || (e->chunks[k] >= 'a' && e->chunks[k] <= 'f')))
+                        return entry_err(-EINVAL, i, e->path, "chunks holds a digest that is not 64 lowercase hex digits");
+            }
             break;
         case HFS3_SYMLINK:
             if (!e->target || !*e->target)
@@ -455,6 +507,8 @@ int hfs3_manifest_validate(const hfs3_manifest *m)
             for (const unsigned char *t = (const unsigned char *)e->target; *t; t++)
                 if (*t < 0x20 || *t == 0x7f)
                     return entry_err(-EINVAL, i, e->path, "symlink target has a control character");
+            if (!utf8_valid(e->target))
+                return entry_err(-EINVAL, i, e->path, "symlink target is not valid UTF-8");
             if (e->target[0] == '/')
                 return entry_err(-EINVAL, i, e->path, "symlink target is absolute (leaves the tree)");
             nlinks++;
@@ -494,6 +548,7 @@ static void entry_clear(hfs3_entry *e)
     free(e->path);
     free(e->etag);
     free(e->target);
+    free(e->chunks);
 }
 
 void hfs3_manifest_free(hfs3_manifest *m)
@@ -542,6 +597,7 @@ static int push(hfs3_manifest *m, const hfs3_entry *e)
     c.path = hfs3_strdup(e->path);
     c.etag = e->etag ? hfs3_strdup(e->etag) : NULL;
     c.target = e->target ? hfs3_strdup(e->target) : NULL;
+    c.chunks = e->chunks && e->type == HFS3_FILE ? hfs3_strdup(e->chunks) : NULL;
     if (e->type != HFS3_FILE) {
         c.size = 0;
         c.sha256[0] = 0;
@@ -554,7 +610,7 @@ static int push(hfs3_manifest *m, const hfs3_entry *e)
         c.target = NULL;
     }
     c.sha256[64] = 0;
-    if (!c.path || (e->type == HFS3_FILE && e->etag && !c.etag) ||
+    if (!c.path || (e->type == HFS3_FILE && e->etag && !c.etag) || (e->type == HFS3_FILE && e->chunks && !c.chunks) ||
         (e->type == HFS3_SYMLINK && e->target && !c.target)) {
         entry_clear(&c);
         return hfs3_err(-ENOMEM, "manifest: out of memory");
@@ -677,8 +733,8 @@ static cJSON *member(const cJSON *obj, const char *key, int *dup)
     return hit;
 }
 
-static const char *const top_keys[] = {"hfs3_manifest", "layout", "generator", "revision", "entries"};
-static const char *const entry_keys[] = {"path", "type", "size", "sha256", "etag", "mtime", "target"};
+static const char *const top_keys[] = {"hfs3_manifest", "layout", "generator", "revision", "chunk_size", "entries"};
+static const char *const entry_keys[] = {"path", "type", "size", "sha256", "etag", "mtime", "target", "chunks"};
 
 static const char *dup_key(const cJSON *obj, const char *const *keys, size_t nkeys)
 {
@@ -753,6 +809,31 @@ static int parse_entry(const cJSON *j, size_t i, hfs3_entry *e)
         }
         if (cJSON_IsString(je) && !(e->etag = hfs3_strdup(je->valuestring)))
             return hfs3_err(-ENOMEM, "manifest: out of memory");
+        const cJSON *jc = member(j, "chunks", &dup);
+        if (jc && !cJSON_IsNull(jc)) {
+            if (!cJSON_IsArray(jc)) {
+                entry_clear(e);
+                return entry_err(-EINVAL, i, path, "chunks is not an array");
+            }
+            size_t nc = (size_t)cJSON_GetArraySize(jc);
+            if (nc > (HFS3_MAX_SIZE >> 20) + 1) {
+                entry_clear(e);
+                return entry_err(-E2BIG, i, path, "chunks has more digests than any size allows");
+            }
+            if (!(e->chunks = malloc(nc * 64 + 1))) {
+                entry_clear(e);
+                return hfs3_err(-ENOMEM, "manifest: out of memory");
+            }
+            size_t k = 0;
+            for (const cJSON *c = jc->child; c; c = c->next, k++) {
+                if (!cJSON_IsString(c) || !hfs3_is_sha256_hex(c->valuestring)) {
+                    entry_clear(e);
+                    return entry_err(-EINVAL, i, path, "chunks holds a digest that is not 64 lowercase hex digits");
+                }
+                memcpy(e->chunks + k * 64, c->valuestring, 64);
+            }
+            e->chunks[nc * 64] = 0;
+        }
     } else if (e->type == HFS3_SYMLINK) {
         const cJSON *jl = member(j, "target", &dup);
         if (!cJSON_IsString(jl))
@@ -800,6 +881,13 @@ static int parse_tree(const cJSON *root, hfs3_manifest *m)
             return hfs3_err(-EINVAL, "manifest: \"revision\" is not a string");
         if (!(m->revision = hfs3_strdup(jr->valuestring)))
             return hfs3_err(-ENOMEM, "manifest: out of memory");
+    }
+    const cJSON *jc = member(root, "chunk_size", &dup);
+    if (jc && !cJSON_IsNull(jc)) {
+        if (!cJSON_IsNumber(jc) || !is_whole(jc->valuedouble) || jc->valuedouble < (double)HFS3_MIN_CHUNK_SIZE ||
+            jc->valuedouble > (double)HFS3_MAX_CHUNK_SIZE)
+            return hfs3_err(-EINVAL, "manifest: \"chunk_size\" is not a power of two from 1 MiB to 1 GiB");
+        m->chunk_size = (uint64_t)jc->valuedouble;
     }
     const cJSON *je = member(root, "entries", &dup);
     if (!cJSON_IsArray(je))
@@ -910,6 +998,8 @@ int hfs3_manifest_write(const hfs3_manifest *m, hfs3_buf *out)
         rc = put_kv(out, ",\n  ", "generator", m->generator ? m->generator : GENERATOR);
     if (!rc && m->revision)
         rc = put_kv(out, ",\n  ", "revision", m->revision);
+    if (!rc && m->chunk_size)
+        rc = hfs3_buf_addf(out, ",\n  \"chunk_size\": %" PRIu64, m->chunk_size);
     if (!rc)
         rc = hfs3_buf_adds(out, m->n ? ",\n  \"entries\": [\n" : ",\n  \"entries\": [");
     for (size_t i = 0; i < m->n && !rc; i++) {
@@ -926,6 +1016,14 @@ int hfs3_manifest_write(const hfs3_manifest *m, hfs3_buf *out)
                 rc = put_kv(out, ", ", "etag", e->etag);
             if (!rc && e->mtime)
                 rc = hfs3_buf_addf(out, ", \"mtime\": %lld", e->mtime);
+            if (!rc && e->chunks && m->chunk_size) {
+                size_t nc = strlen(e->chunks) / 64;
+                rc = hfs3_buf_adds(out, ", \"chunks\": [");
+                for (size_t k = 0; k < nc && !rc; k++)
+                    rc = hfs3_buf_addf(out, "%s\"%.64s\"", k ? ", " : "", e->chunks + k * 64);
+                if (!rc)
+                    rc = hfs3_buf_addc(out, ']');
+            }
         } else {
             rc = hfs3_buf_adds(out, ", \"type\": \"symlink\"");
             if (!rc)

@@ -31,6 +31,7 @@ struct hfs3_s3 {
     char *host;       /* the Host header we send and sign */
     char *base;       /* decoded path before the key: "/bucket" (path style), "" (virtual) */
     uint64_t rng;
+    struct curl_slist *resolve; /* HFS3_TEST_RESOLVE (tests only): host:port:address entries */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -63,12 +64,15 @@ typedef struct xfer {
     long status;
     char *etag, *last_modified;
     int have_len, have_crange, have_total;
-    uint64_t content_length, crange_start, total;
+    uint64_t content_length, crange_start, crange_end, total;
     hfs3_buf err;               /* error body (non-2xx) */
     int body_started;
     uint64_t pos;               /* object offset of the next byte of this response's body */
     uint64_t next;              /* object offset of the next byte the sink has not seen */
     int sink_rc;
+    int proto_rc;               /* a 2xx body we refused (wrong range, too long, other ETag): retryable */
+    int stale_rc;               /* the object changed while it was read: final */
+    const char *pinned;         /* the ETag a resumed body must carry (perform's copy) */
     size_t put_pos;
 } xfer;
 
@@ -79,7 +83,7 @@ static void xfer_reset_headers(xfer *x)
     free(x->last_modified);
     x->etag = x->last_modified = NULL;
     x->have_len = x->have_crange = x->have_total = 0;
-    x->content_length = x->crange_start = x->total = 0;
+    x->content_length = x->crange_start = x->crange_end = x->total = 0;
     x->body_started = 0;
     x->pos = 0;
     hfs3_buf_free(&x->err);
@@ -142,7 +146,8 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
     } else if (nl == 13 && !strncasecmp(p, "content-range", 13) && !strncmp(v, "bytes ", 6)) {
         /* "bytes 100-199/1234"; a 416 has an asterisk for the range */
         const char *s = v + 6;
-        if (parse_u64(s, &end, &x->crange_start) == 0 && *end == '-')
+        if (parse_u64(s, &end, &x->crange_start) == 0 && *end == '-' &&
+            parse_u64(end + 1, &end, &x->crange_end) == 0 && *end == '/' && x->crange_end >= x->crange_start)
             x->have_crange = 1;
         const char *slash = strchr(s, '/');
         if (slash && parse_u64(slash + 1, &end, &x->total) == 0)
@@ -153,6 +158,48 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
 }
 
 static int status_ok(long s) { return s >= 200 && s < 300; }
+
+/* Checks the start of a 2xx body against what this attempt asked for. 0, or a message in x->proto_rc
+ * (retryable: a proxy or server that answered wrongly once may answer right the next time) or
+ * x->stale_rc (final). */
+static int body_check(xfer *x)
+{
+    const req *q = x->q;
+    if (x->pinned && x->etag && strcmp(x->etag, x->pinned) != 0) {
+        /* a resumed body from another version of the object would splice two versions together */
+        x->stale_rc = hfs3_err(-ESTALE, "s3: %s %s: the object changed while it was read (ETag %s, now %s)",
+                               q->op, q->what, x->pinned, x->etag);
+        return -1;
+    }
+    if (q->if_match && x->etag && strcmp(x->etag, q->if_match) != 0) {
+        /* a server that ignores If-Match (s3rver does) must not hand us another version either */
+        x->stale_rc = hfs3_err(-ESTALE, "s3: %s %s: 412 If-Match %s failed: the object's ETag is %s", q->op,
+                               q->what, q->if_match, x->etag);
+        return -1;
+    }
+    if (x->status == 206) {
+        if (!x->have_crange) {
+            x->proto_rc = hfs3_err(-EIO, "s3: %s %s: 206 reply without a valid Content-Range", q->op, q->what);
+            return -1;
+        }
+        if (x->crange_start != x->next) {
+            x->proto_rc = hfs3_err(-EIO, "s3: %s %s: asked for bytes from %llu, the server sent a range starting "
+                                   "at %llu", q->op, q->what, (unsigned long long)x->next,
+                                   (unsigned long long)x->crange_start);
+            return -1;
+        }
+        if (q->ranged && x->crange_end >= q->hi) {
+            x->proto_rc = hfs3_err(-EIO, "s3: %s %s: server sent more bytes than requested (bytes %llu-%llu for "
+                                   "a range ending at %llu)", q->op, q->what, (unsigned long long)x->crange_start,
+                                   (unsigned long long)x->crange_end, (unsigned long long)(q->hi - 1));
+            return -1;
+        }
+        x->pos = x->crange_start;
+    } else {
+        x->pos = 0; /* a 200 is the whole object: a server that ignored Range; skip what we have */
+    }
+    return 0;
+}
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -168,16 +215,17 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
         return n;
     if (!x->body_started) {
         x->body_started = 1;
-        x->pos = x->status == 206 && x->have_crange ? x->crange_start : 0;
-        if (x->pos > x->next) {
-            x->sink_rc = hfs3_err(-EIO, "s3: %s %s: server sent bytes from %llu, wanted %llu", x->q->op,
-                                  x->q->what, (unsigned long long)x->pos, (unsigned long long)x->next);
+        if (body_check(x) < 0)
             return 0;
-        }
     }
     /* deliver only [next, hi): a server that ignored Range, or a resumed body, never repeats bytes */
     uint64_t start = x->pos, end = x->pos + n;
     x->pos = end;
+    if (x->status == 206 && end > x->crange_end + 1) {
+        x->proto_rc = hfs3_err(-EIO, "s3: %s %s: server sent more bytes than requested (past byte %llu)",
+                               x->q->op, x->q->what, (unsigned long long)x->crange_end);
+        return 0;
+    }
     uint64_t lo = start > x->next ? start : x->next;
     uint64_t hi = x->q->ranged && x->q->hi < end ? x->q->hi : end;
     if (lo < hi) {
@@ -233,6 +281,25 @@ static void backoff(hfs3_s3 *c, int attempt)
     }
 }
 
+/* A tunable from the environment: its value when it is a whole number in [lo, hi], else dflt (with a
+ * warning when it is set but wrong). 0 from HFS3_RETRIES means "no retries": stored as -1 below. */
+static long env_long(const char *name, long lo, long hi, long dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < lo || n > hi) {
+        hfs3_warn("%s=%s is not a whole number from %ld to %ld; using %ld", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    if (n == 0 && !strcmp(name, "HFS3_RETRIES"))
+        return -1;
+    return n;
+}
+
 int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
 {
     *out = NULL;
@@ -272,10 +339,12 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
     if (c->o.connect_timeout_ms <= 0)
         c->o.connect_timeout_ms = 10000;
     if (c->o.low_speed_time_s <= 0)
-        c->o.low_speed_time_s = 30;
+        c->o.low_speed_time_s = env_long("HFS3_LOW_SPEED_TIME", 1, 3600, 30);
+    if (c->o.low_speed_limit <= 0)
+        c->o.low_speed_limit = env_long("HFS3_LOW_SPEED_LIMIT", 1, 1L << 30, 1);
     if (c->o.max_retries == 0)
-        c->o.max_retries = 5;
-    else if (c->o.max_retries < 0)
+        c->o.max_retries = (int)env_long("HFS3_RETRIES", -1, 100, 5);
+    if (c->o.max_retries < 0)
         c->o.max_retries = 0;
     if (c->o.backoff_base_ms <= 0)
         c->o.backoff_base_ms = 100;
@@ -298,6 +367,23 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
             (eplen && hfs3_buf_add(&b, epath, eplen)) || !(c->base = hfs3_buf_take(&b, NULL)))
             goto fail;
     }
+    /* test-only: name resolution overrides (curl's --resolve), so that virtual-hosted addressing and TLS
+     * host names can be tested end to end on loopback; "host:port:address[,host:port:address...]" */
+    const char *res = getenv("HFS3_TEST_RESOLVE");
+    if (res && *res) {
+        char *copy = hfs3_strdup(res), *save = NULL;
+        if (!copy)
+            goto fail;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            struct curl_slist *n = curl_slist_append(c->resolve, t);
+            if (!n) {
+                free(copy);
+                goto fail;
+            }
+            c->resolve = n;
+        }
+        free(copy);
+    }
     c->h = curl_easy_init();
     if (!c->h) {
         rc = hfs3_err(-ENOMEM, "s3: curl_easy_init failed");
@@ -319,6 +405,7 @@ void hfs3_s3_free(hfs3_s3 *c)
         return;
     if (c->h)
         curl_easy_cleanup(c->h);
+    curl_slist_free_all(c->resolve);
     free(c->origin);
     free(c->host);
     free(c->base);
@@ -568,12 +655,14 @@ static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *h
             cc = curl_easy_setopt(h, opt, val);                                                                \
     } while (0)
     SET(CURLOPT_URL, url);
+    /* send the path exactly as signed: libcurl would otherwise collapse "/./" and "/../" */
+    SET(CURLOPT_PATH_AS_IS, 1L);
     SET(CURLOPT_ERRORBUFFER, c->errbuf);
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     SET(CURLOPT_CONNECTTIMEOUT_MS, c->o.connect_timeout_ms);
-    SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    SET(CURLOPT_LOW_SPEED_LIMIT, c->o.low_speed_limit);
     SET(CURLOPT_LOW_SPEED_TIME, c->o.low_speed_time_s);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_FOLLOWLOCATION, 0L);
@@ -581,6 +670,8 @@ static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *h
     SET(CURLOPT_SSL_VERIFYHOST, c->r->tls_verify ? 2L : 0L);
     if (c->r->ca_bundle)
         SET(CURLOPT_CAINFO, c->r->ca_bundle);
+    if (c->resolve)
+        SET(CURLOPT_RESOLVE, c->resolve);
     SET(CURLOPT_USERAGENT, "hfs3/" HFS3_VERSION);
     SET(CURLOPT_HTTPHEADER, hdrs);
     SET(CURLOPT_HEADERFUNCTION, on_header);
@@ -651,6 +742,9 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
         }
         x->put_pos = 0;
         x->sink_rc = 0;
+        x->proto_rc = 0;
+        x->stale_rc = 0;
+        x->pinned = resumed ? pinned : NULL;
         hfs3_debug("s3: %s %s (attempt %d)%s%s", q->method, url, attempt, rp ? " Range " : "", rp ? rp : "");
         CURLcode cc = curl_easy_perform(c->h);
         curl_slist_free_all(hdrs);
@@ -659,11 +753,36 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
             rc = x->sink_rc;
             break;
         }
+        if (x->stale_rc) {
+            rc = x->stale_rc;
+            break;
+        }
+        if (x->proto_rc) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", hfs3_errmsg());
+            if (attempt >= attempts) {
+                rc = hfs3_err(x->proto_rc, "%s (after %d attempts)", why, attempt);
+                break;
+            }
+            hfs3_warn("%s; retrying (attempt %d of %d)", why, attempt + 1, attempts);
+            backoff(c, attempt - 1);
+            continue;
+        }
         if (!pinned && x->etag && status_ok(x->status) && x->next > start && !(pinned = hfs3_strdup(x->etag))) {
             rc = hfs3_err(-ENOMEM, "s3: out of memory");
             break;
         }
         int retry = 0;
+        if (cc != CURLE_OK && q->sink && status_ok(x->status) && strcmp(q->method, "HEAD") &&
+            ((q->ranged && x->next >= q->hi) || (x->status == 206 && x->have_total && x->next >= x->total) ||
+             (x->status == 200 && x->have_len && x->next >= x->content_length))) {
+            /* every byte asked for arrived and the error came after the last one (a reset, or the low-speed
+             * timer firing at the end): done; a retry would ask for an empty range (416) */
+            hfs3_debug("s3: %s %s: %s after the last byte; the body is complete", q->op, q->what,
+                       curl_easy_strerror(cc));
+            rc = 0;
+            break;
+        }
         if (cc != CURLE_OK) {
             if (!retryable_curl(cc) || attempt >= attempts) {
                 rc = curl_error(c, x, cc, attempt);
@@ -697,6 +816,10 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
             retry = 1;
             hfs3_info("s3: %s %s: HTTP %ld, retrying (attempt %d of %d)", q->op, q->what, x->status, attempt + 1,
                       attempts);
+        } else if (x->status == 412 && resumed && !q->if_match && pinned) {
+            rc = hfs3_err(-ESTALE, "s3: %s %s: the object changed while it was read (If-Match %s: 412)", q->op,
+                          q->what, pinned);
+            break;
         } else {
             rc = status_error(x, attempt);
             break;

@@ -176,6 +176,14 @@ static void end_field(xparse *x)
     char *s;
     switch (x->field) {
     case F_KEY:
+        if (x->have_key) {
+            xfail(x, -EINVAL, "<Contents> for key \"%.200s\" has a second <Key>", x->cur.key);
+            break;
+        }
+        if (!*t) {
+            xfail(x, -EINVAL, "%s", "<Key> is empty");
+            break;
+        }
         if ((s = take_text(x))) {
             free(x->cur.key);
             x->cur.key = s;
@@ -183,7 +191,9 @@ static void end_field(xparse *x)
         }
         break;
     case F_SIZE:
-        if (parse_size(t, &x->cur.size))
+        if (x->have_size)
+            xfail(x, -EINVAL, "%s", "<Contents> has a second <Size>");
+        else if (parse_size(t, &x->cur.size))
             xfail(x, -EINVAL, "Size \"%.64s\" is not a whole number below 2^53", t);
         else
             x->have_size = 1;
@@ -269,6 +279,23 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
     (void)name;
 }
 
+/* S3 sends no DTD: a DOCTYPE could declare entities whose references expat would drop or expand (a key
+ * read as empty, or a billion laughs); refused at the declaration, before any entity is used. */
+static void XMLCALL on_doctype(void *ud, const XML_Char *name, const XML_Char *sysid, const XML_Char *pubid,
+                               int has_internal_subset)
+{
+    (void)sysid;
+    (void)pubid;
+    (void)has_internal_subset;
+    xfail(ud, -EINVAL, "a DOCTYPE (<!DOCTYPE %.64s>), which S3 never sends", name);
+}
+
+static void XMLCALL on_skipped_entity(void *ud, const XML_Char *name, int is_parameter_entity)
+{
+    (void)is_parameter_entity;
+    xfail(ud, -EINVAL, "an entity reference (&%.64s;), which S3 never sends", name);
+}
+
 static int run_parser(xparse *x, const char *xml, size_t n)
 {
     x->p = XML_ParserCreateNS(NULL, '|');
@@ -277,6 +304,8 @@ static int run_parser(xparse *x, const char *xml, size_t n)
     XML_SetUserData(x->p, x);
     XML_SetElementHandler(x->p, on_start, on_end);
     XML_SetCharacterDataHandler(x->p, on_text);
+    XML_SetStartDoctypeDeclHandler(x->p, on_doctype);
+    XML_SetSkippedEntityHandler(x->p, on_skipped_entity);
     hfs3_buf_init(&x->text, XML_TEXT_MAX);
     /* expat takes an int length: feed big bodies in pieces */
     size_t off = 0;

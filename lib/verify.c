@@ -32,7 +32,7 @@ typedef struct verify_ctx {
 static int verify_job(void *ud, size_t i, hfs3_s3 *c)
 {
     verify_ctx *v = ud;
-    int rc = jobs_hash_object(c, v->keys[i], NULL, v->files[i]->size, v->pr, v->got[i]);
+    int rc = jobs_hash_object(c, v->keys[i], NULL, v->files[i]->size, v->pr, v->got[i], NULL);
     if (rc < 0) {
         v->failed[i] = 1;
         v->errors[i] = hfs3_strdup(hfs3_errmsg());

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev uthash-dev libexpat1-dev
-          rclone python3 python3-boto3 nodejs npm openssl coreutils curl
+          rclone python3 python3-boto3 nodejs npm openssl coreutils curl stunnel4
           ceph-mon ceph-osd radosgw)  # Ceph's RADOS Gateway: the real S3 server of the RGW tests (scripts/rgwenv.sh)
 missing=()
 for p in "${DEB_PKGS[@]}"; do

@@ -15,6 +15,8 @@
 #define HFS3_FETCH_MAX_CONNECTIONS 64
 #define HFS3_FETCH_CHUNK (16u << 20)     /* the largest range one GET asks for */
 #define HFS3_FETCH_MIN_CHUNK (2u << 20)  /* ranges are not split below this (and smaller files: one GET) */
+#define HFS3_FETCH_TRIES 3               /* whole-file fetches when the sha256 does not match */
+#define HFS3_FETCH_CHUNK_TRIES 12        /* fetches of one chunk whose digest does not match */
 
 /* What to fetch: a file entry of a manifest with its object key. */
 typedef struct hfs3_fetch_file {
@@ -23,6 +25,8 @@ typedef struct hfs3_fetch_file {
     uint64_t size;
     const char *sha256;  /* 64 lowercase hex */
     const char *etag;    /* may be NULL: no If-Match */
+    uint64_t chunk_size; /* the manifest's chunk_size when chunks is set (docs/manifest.md), else 0 */
+    const char *chunks;  /* NULL, or the sha256 of every chunk_size slice: 64 lowercase hex each, concatenated */
 } hfs3_fetch_file;
 
 /* Called with the number of bytes that just arrived (or were found done on resume); calls are
@@ -43,10 +47,16 @@ typedef struct hfs3_fetch_result {
     int cached;               /* 1: blobs/<sha> was already there */
     uint64_t bytes_fetched;   /* bytes downloaded by this call */
     uint64_t bytes_resumed;   /* bytes of a killed fetch reused from tmp/ */
+    int refetched_chunks;     /* chunks fetched again because their digest did not match */
+    int refetched_files;      /* whole-file fetches again because the sha256 did not match */
 } hfs3_fetch_result;
 
 /* Fetches f into c's blobs/<f->sha256>. 0 when the blob exists at the end (res->cached says whether it
- * was already there). Errors: -EWOULDBLOCK (nonblock and busy: nothing written), otherwise a negative errno
+ * was already there). Healing: with chunk digests (f->chunks) every range is one chunk, checked as it
+ * arrives and fetched again alone when it does not match (HFS3_FETCH_CHUNK_TRIES in all, with backoff), and
+ * a killed fetch's ranges are checked chunk by chunk before they are reused; without them a file whose
+ * sha256 does not match is fetched again from the start (HFS3_FETCH_TRIES in all, with backoff). Each
+ * retry is a warning in the log. The whole-file sha256 is verified before the install either way. Errors: -EWOULDBLOCK (nonblock and busy: nothing written), otherwise a negative errno
  * with a one-line message naming the remote, the path and the cause (-ESTALE: the object changed since the
  * manifest was built; -EBADMSG: sha256 mismatch; -ENOSPC ...; -ENETDOWN: HFS3_OFFLINE=1 and not cached),
  * also written to fails/<sha>.err; nothing is left in tmp/ or blobs/. res and o may be NULL. */

@@ -16,6 +16,9 @@
 #define HFS3_MAX_DEPTH 64
 #define HFS3_MAX_SIZE ((1ULL << 53) - 1)
 #define HFS3_MAX_HOPS 40
+#define HFS3_MIN_CHUNK_SIZE (1ULL << 20)       /* chunk digests (optional): chunk_size is a power of two */
+#define HFS3_MAX_CHUNK_SIZE (1ULL << 30)
+#define HFS3_CHUNK_SIZE (8ULL << 20)           /* what `build` writes when it hashes content itself */
 
 typedef enum hfs3_etype { HFS3_DIR = 1, HFS3_FILE = 2, HFS3_SYMLINK = 3 } hfs3_etype;
 
@@ -27,6 +30,7 @@ typedef struct hfs3_entry {
     char *etag;        /* files: as S3 returned it, may be NULL */
     long long mtime;   /* files (0 when unknown) */
     char *target;      /* symlinks: the target, byte for byte */
+    char *chunks;      /* files, optional: the sha256 of each chunk_size slice, 64 hex each, concatenated */
 } hfs3_entry;
 
 typedef struct hfs3_manifest {
@@ -34,6 +38,7 @@ typedef struct hfs3_manifest {
     char *layout;      /* "flat" or "hf-cache" */
     char *generator;   /* "hfs3-manifest 0.1.0" */
     char *revision;    /* may be NULL */
+    uint64_t chunk_size; /* 0, or the slice size of the entries' chunk digests (a power of two, 1 MiB..1 GiB) */
     hfs3_entry *entries;
     size_t n, cap;
 } hfs3_manifest;

@@ -29,8 +29,10 @@ typedef struct hfs3_s3_list {
 /* Tunables; zero fields take the defaults. */
 typedef struct hfs3_s3_opts {
     long connect_timeout_ms;  /* default 10000 */
-    long low_speed_time_s;    /* abort a transfer slower than 1 byte/s for this long; default 30 */
-    int max_retries;          /* default 5 (6 attempts); negative: no retries */
+    long low_speed_time_s;    /* abort (and resume) a transfer slower than low_speed_limit bytes/s for this
+                                 long; default HFS3_LOW_SPEED_TIME, else 30 */
+    long low_speed_limit;     /* default HFS3_LOW_SPEED_LIMIT, else 1 byte/s */
+    int max_retries;          /* default HFS3_RETRIES, else 5 (6 attempts); negative: no retries */
     long backoff_base_ms;     /* default 100; doubled each retry, capped at 5 s, full jitter */
     int list_max_keys;        /* max-keys per ListObjectsV2 page; 0: the server's default (1000) */
 } hfs3_s3_opts;

@@ -15,22 +15,43 @@ signatures made for the proxy's address still verify at the server. Response bod
 Faults, applied in arrival order to requests whose path contains SUBSTR (all requests by default):
   --fail-first N   the first N such requests get 503 SlowDown (S3's XML error body), never forwarded;
   --cut-first M    the first M such GETs answered with a body get the full headers (Content-Length of the
-  --cut-after K    whole body) but only K body bytes, then the connection is closed;
+  --cut-after K    whole body) but only K body bytes, then the connection is closed.
   --hang-first H   the first H such requests are read and never answered (the client times out).
   --headers-log F  each request also appends one JSON line to F: {"n", "method", "path" (raw, as sent),
                    "headers": [[name, value], ...] in the order received, "status"} -- so a test can check
                    what lib/s3.c really sends (signed headers, If-None-Match, x-amz-security-token). It holds
                    the session token: tests read it, never print it.
+  --fault KIND     one more fault, injected into every Nth (--fault-every N, default 1) eligible GET whose
+                   path contains SUBSTR, at most M times (--fault-max M, default no limit); --fault-at K
+                   (default 1000) places it; paths containing --exclude SUBSTR never get it. KIND is one of
+                     flip      one byte of the body (at K, or the last byte of a shorter body) has a bit flipped
+                     truncate  the full headers, K body bytes, then the connection is closed (FIN)
+                     cut       K body bytes, then the connection is reset (RST)
+                     stall     K body bytes, then nothing more, the connection held open until the client leaves
+                     overlong  K bytes more than the server sent (Content-Length and Content-Range say so too)
+                     shift     a Range starting at A>0 is sent to the server as starting at A-K, unsigned
+                               (the test server serves anonymous GETs), so the body starts K bytes before what
+                               was asked; Content-Range tells the truth
+                     nocrange  a 206 loses its Content-Range header
+                     etag      a reply to a Range starting past byte 0 carries another ETag (as if the object
+                               had been replaced between two requests)
+                     500, 503  an S3 XML error (InternalError, SlowDown), never forwarded
+                   Eligible: a 2xx GET with a body (flip, truncate, cut, stall, overlong), a GET whose Range
+                   starts past byte 0 (shift, etag), a 206 (nocrange), any GET (500, 503).
+A server that cannot be reached (restarted by a test) gets 502 Bad Gateway with an S3 XML body, logged as
+"upstream-down"; a server that dies mid-body closes the client's connection too.
 The log is emptied at start; each request appends one line to it once its response is over:
   "<n> <METHOD> <path> range=<Range or -> <action> <status> conn=<client port> bytes=<body bytes sent>
    if-match=<If-Match or ->"
-(on one line). n counts requests in arrival order; action is forwarded, 503-injected, 412-injected, hung or
-cut-after-K; a client that reuses its connection shows one conn= port for many requests; a response cut
+(on one line). n counts requests in arrival order; action is forwarded, 503-injected, 412-injected, hung,
+cut-after-K, KIND-injected (--fault) or upstream-down; a client that reuses its connection shows one conn= port for many requests; a response cut
 short because the client went away logs the bytes it did send.
 """
 import argparse
 import http.client
 import json
+import select
+import struct
 import http.server
 import socket
 import sys
@@ -43,7 +64,14 @@ PRECOND = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFa
            b'<Message>At least one of the pre-conditions you specified did not hold</Message>'
            b'<Condition>If-Match</Condition></Error>')
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
+INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
+            b'<Message>We encountered an internal error. Please try again.</Message>'
+            b'<RequestId>s3proxy</RequestId></Error>')
+BADGW = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>BadGateway</Code>'
+         b'<Message>s3proxy cannot reach the server</Message><RequestId>s3proxy</RequestId></Error>')
 CHUNK = 16384
+BODY_FAULTS = {"flip", "truncate", "cut", "stall", "overlong"}
+UNSIGNED_DROP = {"range", "authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"}
 
 
 class State:
@@ -54,6 +82,20 @@ class State:
         self.failed = 0
         self.cut = 0
         self.hung = 0
+        self.eligible = 0
+        self.faults = 0
+
+    def take_fault(self):
+        """Counts one eligible request; True when it is to get the --fault."""
+        a = self.args
+        with self.lock:
+            if a.fault_max and self.faults >= a.fault_max:
+                return False
+            self.eligible += 1
+            if self.eligible % a.fault_every:
+                return False
+            self.faults += 1
+            return True
 
     def log(self, line):
         with self.lock:
@@ -69,6 +111,12 @@ def make_handler(st):
 
         def log_message(self, fmt, *args):  # quiet: the log file is the record
             pass
+
+        def handle(self):
+            try:
+                super().handle()
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # a client that gave up on a faulty reply
 
         def note(self, n, action, status, sent):
             if a.headers_log:
@@ -139,23 +187,121 @@ def make_handler(st):
                 self.reply_error(503, "Slow Down", SLOWDOWN)
                 self.note(n, "503-injected", 503, len(SLOWDOWN))
                 return
+            fault = None
+            if matched and a.fault and self.command == "GET" and not (a.exclude and a.exclude in self.path):
+                if a.fault in ("500", "503") and st.take_fault():
+                    if a.fault == "500":
+                        self.reply_error(500, "Internal Server Error", INTERNAL)
+                    else:
+                        self.reply_error(503, "Slow Down", SLOWDOWN)
+                    self.note(n, a.fault + "-injected", int(a.fault), 0)
+                    return
+                elif a.fault not in ("500", "503"):
+                    fault = a.fault
             im = self.headers.get("If-Match")
             up = http.client.HTTPConnection(a.host, a.port, timeout=120)
             try:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-                up.request(self.command, self.path, body=body, headers=headers)
-                resp = up.getresponse()
+                if fault == "shift":
+                    fault = None
+                    rng = self.headers.get("Range") or ""
+                    if rng.startswith("bytes=") and "-" in rng:
+                        lo, _, hi = rng[6:].partition("-")
+                        if lo.isdigit() and int(lo) > 0 and st.take_fault():
+                            # a Range we change no longer matches the signature: ask anonymously (the
+                            # test server serves unsigned GETs)
+                            headers = {k: v for k, v in headers.items() if k.lower() not in UNSIGNED_DROP}
+                            headers["Range"] = "bytes=%d-%s" % (max(0, int(lo) - a.fault_at), hi)
+                            fault = "shift"
+                try:
+                    up.request(self.command, self.path, body=body, headers=headers)
+                    resp = up.getresponse()
+                except OSError:
+                    self.reply_error(502, "Bad Gateway", BADGW)
+                    self.note(n, "upstream-down", 502, 0)
+                    return
                 ok = 200 <= resp.status < 300
                 if a.enforce_if_match and im and ok and im.strip() != (resp.getheader("ETag") or "").strip():
                     resp.read()
                     self.reply_error(412, "Precondition Failed", PRECOND)
                     self.note(n, "412-injected", 412, len(PRECOND))
                     return
-                self.forward(n, resp, matched and ok and self.command == "GET")
+                fix = None
+                if fault == "nocrange":
+                    fault = None
+                    if resp.status == 206 and st.take_fault():
+                        fault = "nocrange"
+                        fix = lambda k, v: None if k.lower() == "content-range" else v
+                elif fault == "etag":
+                    fault = None
+                    lo = (self.headers.get("Range") or "bytes=0-")[6:].partition("-")[0]
+                    if ok and lo.isdigit() and int(lo) > 0 and st.take_fault():
+                        fault = "etag"
+                        fix = lambda k, v: '"00000000000000000000000000000000"' if k.lower() == "etag" else v
+                if fault in BODY_FAULTS:
+                    self.forward_fault(n, resp, fault)
+                else:
+                    self.forward(n, resp, matched and ok and self.command == "GET", fault, fix)
             finally:
                 up.close()
 
-        def forward(self, n, resp, cuttable):
+        def forward_fault(self, n, resp, kind):
+            """Forwards resp with a --fault applied when it is eligible (see the usage)."""
+            try:
+                data = resp.read()
+            except (OSError, http.client.HTTPException):
+                self.close_connection = True
+                self.note(n, "upstream-down", resp.status, 0)
+                return
+            ok = 200 <= resp.status < 300
+            eligible = ok and bool(data)
+            if not eligible or not st.take_fault():
+                kind = None
+            headers = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP and k.lower() != "content-length"]
+            k = min(a.fault_at, len(data) - 1) if data else 0
+            if kind == "flip":
+                data = data[:k] + bytes([data[k] ^ 0x01]) + data[k + 1:]
+            elif kind == "overlong":
+                data = data + b"X" * a.fault_at
+                fixed = []
+                for name, v in headers:
+                    if name.lower() == "content-range" and v.startswith("bytes ") and "-" in v:
+                        lo, _, rest = v[6:].partition("-")
+                        hi, _, total = rest.partition("/")
+                        v = "bytes %s-%d/%s" % (lo, int(hi) + a.fault_at, total)
+                    fixed.append((name, v))
+                headers = fixed
+            self.send_response_only(resp.status, resp.reason)
+            for name, v in headers:
+                self.send_header(name, v)
+            self.send_header("Content-Length", str(len(data)))
+            if kind in ("truncate", "cut"):
+                self.send_header("Connection", "close")
+            self.end_headers()
+            body = data[:k] if kind in ("truncate", "cut", "stall") else data
+            sent = self.send_body([body[i:i + CHUNK] for i in range(0, len(body), CHUNK)], False)
+            if kind in ("truncate", "cut", "stall"):
+                self.close_connection = True
+                if kind == "stall":
+                    # hold the connection open, sending nothing, until the client gives up on it
+                    try:
+                        while not select.select([self.connection], [], [], 600)[0] == [] and self.connection.recv(65536):
+                            pass
+                    except OSError:
+                        pass
+                elif kind == "cut":
+                    try:
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    except OSError:
+                        pass
+                else:
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+            self.note(n, kind + "-injected" if kind else "forwarded", resp.status, sent)
+
+        def forward(self, n, resp, cuttable, fault=None, fix=None):
             # a body to cut is read whole first: whether it is empty decides if it takes a cut
             data = None
             cut = False
@@ -170,7 +316,9 @@ def make_handler(st):
                             st.cut += 1
             self.send_response_only(resp.status, resp.reason)
             for k, v in resp.getheaders():
-                if k.lower() not in HOP and not (data is not None and k.lower() == "content-length"):
+                if fix:
+                    v = fix(k, v)
+                if v is not None and k.lower() not in HOP and not (data is not None and k.lower() == "content-length"):
                     self.send_header(k, v)
             chunked = False
             if data is not None:
@@ -189,14 +337,21 @@ def make_handler(st):
                 chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
             else:
                 chunks = iter(lambda: resp.read(CHUNK), b"")
-            sent = self.send_body(chunks, chunked)
+            try:
+                sent = self.send_body(chunks, chunked)
+            except (OSError, http.client.HTTPException):
+                # the server died mid-body: so does this response
+                self.close_connection = True
+                self.note(n, "upstream-down", resp.status, 0)
+                return
             if cut:
                 self.close_connection = True
                 try:
                     self.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-            self.note(n, "cut-after-%d" % a.cut_after if cut else "forwarded", resp.status, sent)
+            self.note(n, "cut-after-%d" % a.cut_after if cut else fault + "-injected" if fault else "forwarded",
+                      resp.status, sent)
 
         do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = handle_any
 
@@ -215,6 +370,12 @@ def main():
     p.add_argument("--headers-log", default="")
     p.add_argument("--match", default="")
     p.add_argument("--enforce-if-match", action="store_true")
+    p.add_argument("--fault", choices=["flip", "truncate", "cut", "stall", "overlong", "shift", "nocrange",
+                                       "etag", "500", "503"])
+    p.add_argument("--fault-every", type=int, default=1)
+    p.add_argument("--fault-max", type=int, default=0)
+    p.add_argument("--fault-at", type=int, default=1000)
+    p.add_argument("--exclude", default="")
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)

@@ -4,8 +4,8 @@
  * stdout; head prints "size etag mtime"; put prints the new ETag. Errors: one line on stderr, exit 1
  * (2 for usage). Environment: S3CLI_MAX_KEYS (ListObjectsV2 page size), S3CLI_RETRIES, S3CLI_BACKOFF_MS,
  * S3CLI_SESSION_TOKEN, S3CLI_VIRTUAL=1 (virtual-hosted addressing), S3CLI_IF_MATCH and
- * S3CLI_IF_NONE_MATCH (conditional GET), S3CLI_LOW_SPEED_S (seconds without a byte before a timeout; default 10).
- * get reports "status N size N etag E [not-modified]" on stderr.
+ * S3CLI_IF_NONE_MATCH (conditional GET), S3CLI_LOW_SPEED_S or S3CLI_LOW_SPEED_TIME (seconds without a
+ * byte before a timeout; default HFS3_LOW_SPEED_TIME or 30). get reports "status N size N etag E [not-modified]" on stderr.
  * It fills hfs3_remote by hand so it depends on nothing but s3.c and sigv4.c. */
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +59,9 @@ int main(int argc, char **argv)
     o.max_retries = (int)envl("S3CLI_RETRIES");
     o.backoff_base_ms = envl("S3CLI_BACKOFF_MS");
     o.connect_timeout_ms = 3000;
-    o.low_speed_time_s = envl("S3CLI_LOW_SPEED_S") > 0 ? envl("S3CLI_LOW_SPEED_S") : 10;
+    o.low_speed_time_s = envl("S3CLI_LOW_SPEED_TIME") > 0 ? envl("S3CLI_LOW_SPEED_TIME")
+                       : envl("S3CLI_LOW_SPEED_S") > 0  ? envl("S3CLI_LOW_SPEED_S")
+                                                        : 0; /* 0: lib/s3.c's default */
 
     hfs3_s3 *c = NULL;
     int rc = hfs3_s3_new(&r, &o, &c);

@@ -115,6 +115,52 @@ static void spec_errors(void)
     setenv("RCLONE_CONFIG_R_TYPE", "s3", 1);
     bad("r:", "no bucket");
     bad("r:/x", "no bucket");
+    /* issue 7 §2: dot segments would be signed for one path and sent (or resolved) as another */
+    bad("r:models/zz/../m1", "remote r:models/zz/../m1: the path has a '..' segment");
+    bad("r:models/./m1", "the path has a '.' segment");
+    bad("r:models/m1/..", "'..' segment");
+    bad("r:../models", "'..' segment");
+    bad("s3://models/a/./b", "'.' segment");
+    /* rclone connection strings carry secrets: refused, nothing after the comma repeated */
+    bad("r,secret_access_key=" SECRET ":models/p", "REMOTE 'r,...': rclone connection-string remotes are not supported");
+    bad("r,secret_access_key=" SECRET, "REMOTE 'r,...': rclone connection-string");
+    bad("r,provider=Minio,access_key_id=AK,secret_access_key='" SECRET ":x':models", "REMOTE 'r,...'");
+    hfs3_remote *r = ok("r:models/a..b/.c/..d");
+    if (r)
+        CHECK_EQ_STR(r->prefix, "a..b/.c/..d");
+    hfs3_remote_free(r);
+}
+
+static void write_bytes(const char *rel, const char *data, size_t n)
+{
+    write_file(rel, "");
+    FILE *f = fopen(P(rel), "w");
+    if (!f || fwrite(data, 1, n, f) != n)
+        exit(2);
+    fclose(f);
+}
+
+/* issue 7 §2: a NUL byte in a config file is refused, not taken as the end of the file */
+static void nul_in_files(void)
+{
+    clean_env();
+    static const char rc_text[] = "[n]\ntype = s3\nendpoint = http://a:1\n\0\nendpoint = http://b:2\n";
+    write_bytes("nul/rclone.conf", rc_text, sizeof rc_text - 1);
+    setenv("RCLONE_CONFIG", P("nul/rclone.conf"), 1);
+    bad("n:models", "rclone.conf: a NUL byte at byte 36: the file is damaged or not text");
+    unsetenv("RCLONE_CONFIG");
+    static const char cred[] = "[default]\naws_access_key_id = AK\n\0aws_secret_access_key = x\n";
+    write_bytes("nul/credentials", cred, sizeof cred - 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", P("nul/credentials"), 1);
+    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9", 1);
+    bad("s3://models/x", "credentials: a NUL byte at byte 33");
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    static const char conf[] = "[default]\n\0region = eu-1\n";
+    write_bytes("nul/config", conf, sizeof conf - 1);
+    setenv("AWS_CONFIG_FILE", P("nul/config"), 1);
+    bad("s3://models/x", "config: a NUL byte at byte 10");
+    unsetenv("AWS_CONFIG_FILE");
+    unsetenv("AWS_ENDPOINT_URL");
 }
 
 static void s3_env(void)
@@ -732,6 +778,7 @@ int main(void)
     TEST(rclone_env_only);
     TEST(addressing_rules);
     TEST(tls_rules);
+    TEST(nul_in_files);
 
     fflush(stderr);
     dup2(saved, 2);

@@ -117,6 +117,18 @@ static const struct {
     {"bad-link-loop.json", -EINVAL, "entry 0 \"a\"|loops"},
     {"bad-link-self.json", -EINVAL, "entry 0 \"a\"|loops"},
     {"bad-link-loop-dir.json", -EINVAL, "entry 1 \"d/l\"|loops"},
+    {"bad-path-utf8-invalid.json", -EINVAL, "entry 0|path is not valid UTF-8"},
+    {"bad-path-utf8-overlong.json", -EINVAL, "entry 0|path is not valid UTF-8"},
+    {"bad-path-utf8-surrogate.json", -EINVAL, "entry 0|path is not valid UTF-8"},
+    {"bad-path-utf8-truncated.json", -EINVAL, "entry 0|path is not valid UTF-8"},
+    {"bad-link-utf8.json", -EINVAL, "entry 0 \"l\"|symlink target is not valid UTF-8"},
+    {"bad-chunks-length.json", -EINVAL, "entry 0 \"m\"|chunks has the wrong length"},
+    {"bad-chunks-form.json", -EINVAL, "entry 0 \"m\"|chunks holds a digest that is not 64 lowercase hex"},
+    {"bad-chunks-not-array.json", -EINVAL, "entry 0 \"m\"|chunks is not an array"},
+    {"bad-chunks-without-size.json", -EINVAL, "entry 0 \"m\"|chunks without a document-level chunk_size"},
+    {"bad-chunk-size-not-pow2.json", -EINVAL, "chunk_size 3145728 is not a power of two"},
+    {"bad-chunk-size-small.json", -EINVAL, "chunk_size|not a power of two from 1 MiB to 1 GiB"},
+    {"bad-chunk-size-huge.json", -EINVAL, "chunk_size|not a power of two from 1 MiB to 1 GiB"},
 };
 #define NBAD (sizeof bad / sizeof *bad)
 
@@ -159,7 +171,7 @@ static char *write_str(const hfs3_manifest *m)
 /* write(parse(doc)) == doc, and parse(write(m)) writes the same again. */
 static void canonical_fixtures(void)
 {
-    const char *names[] = {"good-flat.json", "good-hf-cache.json", "good-empty.json"};
+    const char *names[] = {"good-flat.json", "good-hf-cache.json", "good-empty.json", "good-chunks.json"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         size_t n;
         char *doc = load(names[i], &n);
@@ -594,6 +606,35 @@ static void write_cap(void)
     hfs3_manifest_free(NULL);
 }
 
+/* Chunk digests (design §2): read into chunk_size and each file's concatenated digests. */
+static void chunk_digests(void)
+{
+    size_t n;
+    char *doc = load("good-chunks.json", &n);
+    hfs3_manifest *m = NULL;
+    CHECK(doc && hfs3_manifest_parse(doc, n, &m) == 0);
+    if (!m) {
+        free(doc);
+        return;
+    }
+    CHECK(m->chunk_size == 1048576);
+    const hfs3_entry *e = hfs3_manifest_find(m, "m");
+    CHECK(e && e->chunks && strlen(e->chunks) == 3 * 64 && e->chunks[0] == 'a' && e->chunks[64] == 'b' &&
+          e->chunks[128] == 'c');
+    const hfs3_entry *z = hfs3_manifest_find(m, "z");
+    CHECK(z && z->chunks && !*z->chunks);
+    /* a size that no longer fits the digests is refused by validate too (build uses it) */
+    ((hfs3_entry *)e)->size = 3 * 1048576 + 1;
+    CHECK(hfs3_manifest_validate(m) == -EINVAL && strstr(hfs3_errmsg(), "chunks has the wrong length"));
+    hfs3_manifest_free(m);
+    free(doc);
+    /* valid UTF-8 of every length passes the path rule */
+    CHECK(hfs3_manifest_check_path("a/\xc3\xa9/\xe6\xbc\xa2/\xf0\x9f\x98\x80") == 0);
+    CHECK(hfs3_manifest_check_path("\xf4\x90\x80\x80") == -EINVAL); /* above U+10FFFF */
+    CHECK(hfs3_manifest_check_path("\xe0\x80\xaf") == -EINVAL);     /* overlong '/' */
+    CHECK(hfs3_manifest_check_path("\x80") == -EINVAL);               /* a lone continuation byte */
+}
+
 int main(void)
 {
     TEST(hostile_fixtures);
@@ -609,5 +650,6 @@ int main(void)
     TEST(exact_buffers);
     TEST(check_path_table);
     TEST(write_cap);
+    TEST(chunk_digests);
     return t_done("test_manifest");
 }

@@ -141,6 +141,24 @@ static void list_malformed(void)
     expect_bad_list("<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>", "IsTruncated");
     expect_bad_list("<ListBucketResult><Contents><Key>&bogus;</Key><Size>1</Size></Contents></ListBucketResult>",
                     "undefined entity");
+    /* issue 7 §2: an entity reference in <Key> (declared in a DTD) must not become an empty key */
+    expect_bad_list("<!DOCTYPE ListBucketResult SYSTEM \"x.dtd\"><ListBucketResult><Contents><Key>&ext;</Key>"
+                    "<Size>1</Size></Contents></ListBucketResult>", "a DOCTYPE");
+    expect_bad_list("<!DOCTYPE ListBucketResult [<!ENTITY e \"secret\">]><ListBucketResult><Contents><Key>a&e;</Key>"
+                    "<Size>1</Size></Contents></ListBucketResult>", "DOCTYPE");
+    expect_bad_list("<ListBucketResult><Contents><Key></Key><Size>1</Size></Contents></ListBucketResult>",
+                    "<Key> is empty");
+    /* a second <Key> must not replace the first */
+    expect_bad_list("<ListBucketResult><Contents><Key>a</Key><Key>b</Key><Size>1</Size></Contents></ListBucketResult>",
+                    "<Contents> for key \"a\" has a second <Key>");
+    expect_bad_list("<ListBucketResult><Contents><Key>a</Key><Size>1</Size><Size>2</Size></Contents></ListBucketResult>",
+                    "a second <Size>");
+    /* character references are plain text, and fine */
+    hfs3_s3_list l = {0};
+    static const char AMP[] = "<ListBucketResult><Contents><Key>a&amp;b&#x41;</Key><Size>1</Size></Contents></ListBucketResult>";
+    CHECK_EQ_INT(hfs3_s3xml_parse_list(AMP, sizeof AMP - 1, &l, NULL, NULL), 0);
+    CHECK(l.n == 1 && !strcmp(l.v[0].key, "a&bA"));
+    hfs3_s3_list_free(&l);
 }
 
 static void error_body(void)
