@@ -471,7 +471,8 @@ static int aws_creds(const aws_files *a, const char *ctx, hfs3_remote *r)
         if (envv("AWS_ACCESS_KEY_ID"))
             snprintf(desc, sizeof desc, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment");
         else
-            snprintf(desc, sizeof desc, "AWS profile '%s' in %s or %s", a->profile, a->cred_path, a->conf_path);
+            snprintf(desc, sizeof desc, "AWS profile '%s' in %s", a->profile,
+                     nz(ini_get(&a->cred, a->profile, "aws_access_key_id", NULL)) ? a->cred_path : a->conf_path);
         if ((rc = set_str(&r->cred_source, desc)) < 0)
             return rc;
     } else if (r->creds && (rc = set_str(&r->cred_source, hfs3_creds_source(r->creds))) < 0) {
