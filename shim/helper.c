@@ -184,13 +184,41 @@ static void lock_close(int fd, int unlock)
     __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
 }
 
-/* (size, mtime) of a file: what "progress" means for a fetch's tmp/<sha>.part and .done */
-static long long stamp(const char *path)
+/* Progress of the fetch of one sha256: the helper writes tmp/<sha>.<16 random hex>.part, allocated at its full
+ * size up front (its mtime moves with each write), and the sidecar tmp/<sha>.<rand>.done, which grows as ranges
+ * complete (docs/internals.md "Size, last use and progress"). Every tmp/ entry named "<sha>." is folded into
+ * one number (name, size, mtime), so a write, a sidecar line, a new or a removed file all change it; -1 when
+ * there is none. The slow path of a wait: getdents64 into a scratch buffer, no allocation; never in a vfork
+ * child (the caller never waits there). */
+static long long progress(const char *tmpdir, const char *sha)
 {
-    struct stat st;
-    if (!path || sh_r.stat(path, &st) < 0)
+    if (!tmpdir || !sha)
         return -1;
-    return (long long)st.st_size * 1000003LL + st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    SH_SCRATCH(t);
+    size_t sl = strlen(sha);
+    long long acc = -1;
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, t->a, SH_SCR)) > 0) {
+        for (long off = 0; off < n;) {
+            struct dirent64 *d = (struct dirent64 *)(t->a + off);
+            off += d->d_reclen;
+            if (strncmp(d->d_name, sha, sl) || d->d_name[sl] != '.')
+                continue;
+            struct stat st;
+            if (sh_r.fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            unsigned long long h = 1469598103934665603ULL;
+            for (const char *c = d->d_name + sl; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+            acc = acc * 31 + (long long)(h & 0xffffffffffffULL) + (long long)st.st_size * 1000003LL +
+                  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        }
+    }
+    sh_r.close(dfd);
+    return acc;
 }
 
 static long long now_ms(void)
@@ -230,8 +258,8 @@ static int sig_wait(const sigset_t *old, long ms)
 
 /* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
  * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
- * (none of the progress files changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
-static int lock_wait(int fd, const char *prog1, const char *prog2)
+ * (no tmp/<sha>.* file changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
+static int lock_wait(int fd, const char *tmpdir, const char *sha)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
@@ -240,7 +268,7 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    long long last = stamp(prog1) ^ (stamp(prog2) << 1), since = now_ms();
+    long long last = progress(tmpdir, sha), since = now_ms();
     long wait = 5;
     int rc;
     for (;;) {
@@ -255,7 +283,7 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
             rc = -errno;
             break;
         }
-        long long cur = stamp(prog1) ^ (stamp(prog2) << 1), t = now_ms();
+        long long cur = progress(tmpdir, sha), t = now_ms();
         if (cur != last) {
             last = cur;
             since = t;
@@ -284,7 +312,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     int fd = lock_open(j->lockpath);
     if (fd < 0)
         return fd;
-    int rc = lock_wait(fd, j->prog1, j->prog2);
+    int rc = lock_wait(fd, j->tmpdir, j->sha);
     if (rc < 0) {
         lock_close(fd, 0);
         return rc;
@@ -298,7 +326,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     if (pid < 0)
         return pid;
     fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
-    rc = fd < 0 ? fd : lock_wait(fd, j->prog1, j->prog2);
+    rc = fd < 0 ? fd : lock_wait(fd, j->tmpdir, j->sha);
     if (fd >= 0)
         lock_close(fd, rc == 0);
     if (rc == -ETIMEDOUT) {

@@ -60,14 +60,13 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
     if (sh_in_vfork())
         return -EIO;
     SH_SCRATCH(t);
-    char *lk = t->a, *part = t->b, *done = t->c, *why = t->d;
+    char *lk = t->a, *tmp = t->b, *why = t->d;
     snprintf(lk, SH_SCR, "%s/locks", sh_cache);
     sh_mkdirs(lk);
     snprintf(lk, SH_SCR, "%s/locks/%s.lock", sh_cache, hex);
     char *argv[] = {NULL, "_get", "--lock-fd", "3", m->remote, (char *)sh_epath(m, e), NULL};
-    snprintf(part, SH_SCR, "%s/tmp/%s.part", sh_cache, hex);
-    snprintf(done, SH_SCR, "%s/tmp/%s.done", sh_cache, hex);
-    struct sh_lockjob j = {lk, blob_there, blob, argv, 1, part, done};
+    snprintf(tmp, SH_SCR, "%s/tmp", sh_cache);
+    struct sh_lockjob j = {lk, blob_there, blob, argv, 1, tmp, hex};
     int rc = sh_run_locked(&j);
     if (rc == -EINTR)
         return rc;   /* a signal: the fetch goes on for the next open */

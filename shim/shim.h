@@ -233,7 +233,8 @@ struct sh_lockjob {
     const void *arg;
     char **argv;                    /* the helper's command (argv[0] filled in) */
     int quiet;                      /* its stderr to /dev/null */
-    const char *prog1, *prog2;      /* files whose change means progress (NULL: none; time since the start) */
+    const char *tmpdir, *sha;       /* CACHE/tmp and the sha256 whose tmp/<sha>.* changing means progress
+                                     * (NULL: none; time since the start) */
 };
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
