@@ -208,6 +208,11 @@ static int decide(void)
 static gid_t cache_gid;
 static int cache_group_shared;
 
+gid_t sh_cache_gid(void)
+{
+    return cache_gid;
+}
+
 int sh_trusted_file(int fd, const char *what)
 {
     struct stat st;

@@ -154,17 +154,21 @@ static int lock_open(const char *path)
 {
     mode_t mode = sh_cache_shared() ? 0660 : 0600;
     __atomic_add_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
-    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd >= 0)
         (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
     else if (errno == EEXIST)
-        fd = sh_r.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     int e = errno;
     struct stat st;
     if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
         sh_r.close(fd);
         fd = -1;
         e = EIO;
+    } else if (fd >= 0 && !sh_trusted_file(fd, path)) {   /* an owner the rules refuse: logged there */
+        sh_r.close(fd);
+        __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+        return -EPERM;
     }
     if (fd < 0) {
         __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
@@ -381,38 +385,93 @@ void sh_locks_after_fork(void)
     sh_r.close(dfd);
 }
 
-/* mkdir -p of a path under CACHE: 0700 under the umask, or 02770 in a shared cache (chmod of the directories
- * this call created, so the umask cannot cut the group's bits; existing ones are left as they are). */
-void sh_mkdirs(const char *path)
+/* A directory of the cache the shim is about to use (lib/cachefs.c's hfs3_cache_check_subdir, without the
+ * repairs): a directory, not writable by others; private: the user's, not group-writable; shared: the user's,
+ * root's or the cache's group's. 1 when fine. */
+static int dir_ok(const struct stat *st, int shared)
+{
+    uid_t me = geteuid();
+    if (!S_ISDIR(st->st_mode) || (st->st_mode & S_IWOTH))
+        return 0;
+    if (!shared)
+        return st->st_uid == me && !(st->st_mode & S_IWGRP);
+    return st->st_uid == me || st->st_uid == 0 || st->st_gid == sh_cache_gid();
+}
+
+/* mkdir -p of a path under CACHE, one component at a time from the cache's descriptor (mkdirat, then
+ * openat(O_DIRECTORY|O_NOFOLLOW) and the check of dir_ok, so nothing is created through a symlink or in a
+ * directory the rules refuse). Made 0700, then - only a directory this call created, through its descriptor -
+ * fchmod-ed to its final mode whatever the umask: private 0700; shared 03770 (setgid, sticky, group rwx: a
+ * member cannot remove or rename what another created), but mounts/<key>/ itself 02770 (lib/cache.c's modes).
+ * Existing ones are never chmod-ed. 0, or -errno (logged once when a directory is refused). */
+int sh_mkdirs(const char *path)
 {
     if (sh_cache_ready() < 0)
-        return;
+        return -EIO;
     int shared = sh_cache_shared();
-    mode_t mode = shared ? 02770 : 0700;
     SH_SCRATCH(t);
     char *b = t->a;
     size_t n = strlen(path), cl = strlen(sh_cache);
-    /* only below the cache, which sh_cache_ready made */
+    /* only below the cache, which sh_cache_ready made and checked */
     if (n >= SH_SCR || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
-        return;
-    memcpy(b, path, n + 1);
-    for (char *p = b + cl + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (sh_r.mkdir(b, mode) == 0 && shared)
-                (void)REAL(chmod, int (*)(const char *, mode_t))(b, mode);
+        return -EINVAL;
+    memcpy(b, path + cl + 1, n - cl);
+    int dfd = sh_r.open(sh_cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    int depth = 0, in_mounts = 0, rc = 0;
+    char *name = b;
+    for (char *p = b;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        char c = *p;
+        *p = 0;
+        if (!*name || !strcmp(name, ".")) {   /* "a//b", "a/./b" */
             *p = c;
+            name = p + 1;
             if (!c)
                 break;
+            continue;
         }
+        depth++;
+        if (depth == 1)
+            in_mounts = !strcmp(name, "mounts");
+        mode_t want = !shared ? 0700 : (in_mounts && depth == 2 && strcmp(name, "ancestors")) ? 02770 : 03770;
+        int created = syscall(SYS_mkdirat, dfd, name, 0700) == 0;
+        int e = errno;
+        int fd = -1;
+        struct stat st;
+        if (!created && e != EEXIST)
+            rc = -e;
+        else if ((fd = sh_r.openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+            rc = -errno;
+        else if (sh_r.fstat(fd, &st) < 0)
+            rc = -errno;
+        else if (created && st.st_uid == geteuid() && (st.st_mode & 07777) != want &&
+                 (syscall(SYS_fchmod, fd, want) < 0 || sh_r.fstat(fd, &st) < 0))
+            rc = -errno;
+        else if (!dir_ok(&st, shared)) {
+            rc = -EPERM;
+            *p = 0;
+            sh_log(0, "%s/%s: a directory of another user or writable by others (mode %04o): not trusted, not used",
+                   sh_cache, b, (unsigned)(st.st_mode & 07777));
+        }
+        sh_r.close(dfd);
+        dfd = fd;
+        if (rc < 0 || !c)
+            break;
+        *p = c;
+        name = p + 1;
     }
+    if (dfd >= 0)
+        sh_r.close(dfd);
+    return rc;
 }
 
 void sh_read_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
-    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return;
     if (!sh_trusted_file(fd, path)) {

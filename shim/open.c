@@ -161,7 +161,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     } else {
         if ((rc = ensure_blob(m, e, rp, SH_SCR)) < 0)
             return rc;
-        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | keep);
+        /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
+         * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
+        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | keep);
         if (fd < 0 && errno == ELOOP) {
             sh_log(0, "%s: a symlink: not trusted, not read", rp);
             return -EIO;
@@ -170,6 +172,8 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             sh_r.close(fd);
             return -EIO;
         }
+        if (fd >= 0 && !(keep & O_NONBLOCK))
+            (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         if (fd >= 0)
             maybe_prefetch(m, e);
     }

@@ -221,6 +221,7 @@ void sh_cache_after_fork(void);
 /* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
+gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
@@ -238,7 +239,7 @@ struct sh_lockjob {
 };
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
-void sh_mkdirs(const char *path);
+int sh_mkdirs(const char *path);
 void sh_read_line(const char *path, char *out, size_t n);
 
 /* --- mount.c ------------------------------------------------------------------------------------------- */

@@ -5,7 +5,7 @@
 # outside the cache (under $WORK/homeA) keep their sha256 and mode, A never gets a forged byte (the blob is
 # the real content, or the helper fails with one clear line), and each refusal is one line.
 # Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
-# T_CACHE_ATTACKS_SHIM=1 adds shim-side cases (A's cat through the shim); off by default (the shim's owner's).
+# The last cases are the shim's side: A's cat through the shim after B's plants.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -300,15 +300,27 @@ for d in . blobs tmp locks fails mounts "mounts/$K"; do
 done
 ok "non-member C cannot create anything in the shared cache"
 
-if [ "${T_CACHE_ATTACKS_SHIM:-0}" = 1 ]; then
-  # ---- shim-side cases (the shim engineer's): A's cat through the shim after B's plants ----
-  new_shared shim
-  as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
-  set +e
-  setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
-    HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
-  set -e
-  victim_ok "shim: symlinked lock"
-  ok "shim: cat with a symlinked lock: $(head -1 "$WORK/shim.err")"
-fi
+# ---- shim-side cases: A's cat through the shim after B's plants ----
+new_shared shim
+as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+st=$?
+set -e
+victim_ok "shim: symlinked lock"
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: symlinked lock: cat exit $st, expected 1"; }
+[ ! -s "$WORK/shim.out" ] || fail "shim: symlinked lock: cat printed something"
+grep -q "locks/$cfg.lock" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: symlinked lock: no line naming it"; }
+[ "$(stat -c %a "$HA/secret")" = 600 ] || fail "shim: the target's mode changed"
+ok "shim: cat with a symlinked lock: $(head -1 "$WORK/shim.err")"
+as "$B" mkfifo -m 0644 "$S/blobs/$tok"
+set +e
+timeout 10 setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/tokenizer.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+st=$?
+set -e
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: cat exit $st (124: it hung), expected 1"; }
+grep -q "not a regular file" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: no line"; }
+ok "shim: a FIFO planted as a blob does not hang the open: $(head -1 "$WORK/shim.err")"
 echo "all ok"
