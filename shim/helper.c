@@ -101,12 +101,15 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     return pid;
 }
 
-void sh_reap(pid_t pid)
+int sh_reap(pid_t pid)
 {
     /* The helper has exited or is exiting (it released the lock, or it double-forked). ECHILD is fine: the
-     * host may sh_reap it, or ignore SIGCHLD. */
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+     * host may reap it, or ignore SIGCHLD. */
+    int st, e = errno, r;
+    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
         ;
+    errno = e;
+    return r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* 1 when CACHE is shared with a group: it exists setgid and group-writable (hfs3_cache_check_dir's rule, so the
@@ -308,7 +311,7 @@ int sh_exists(const char *p)
 
 /* The lock protocol (docs/internals.md): take the lock, skip when done(arg) says the work is there (someone
  * did it while we waited), else run the helper with the lock as fd 3 and wait for the lock to come free.
- * 0 (see done() for the outcome), -EINTR (a signal without SA_RESTART: the helper carries on for the next
+ * 0 (see done() for the outcome), the helper's exit status when it failed and this process reaped it, -EINTR (a signal without SA_RESTART: the helper carries on for the next
  * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
 int sh_run_locked(const struct sh_lockjob *j)
 {
@@ -342,8 +345,8 @@ int sh_run_locked(const struct sh_lockjob *j)
         pending_add(pid);
         return rc;
     }
-    sh_reap(pid);
-    return 0;
+    rc = sh_reap(pid);
+    return rc > 0 ? rc : 0;
 }
 
 /* In a forked child (pthread_atfork): closes every lock descriptor other threads had open (found by their

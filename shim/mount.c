@@ -55,7 +55,25 @@ static int index_valid(const void *base, size_t len)
 struct fresh {
     const char *index;
     long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
+    const char *dir;  /* CACHE/mounts/<key> */
 };
+
+/* HFS3_VERIFY_FOREIGN=1 and dir's index or manifest.json was written by another user (not root) */
+static int index_foreign(const char *dir)
+{
+    if (!sh_verify_foreign)
+        return 0;
+    SH_SCRATCH(t);
+    uid_t me = geteuid();
+    struct stat st;
+    static const char *const names[] = {"index", "manifest.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(t->a, SH_SCR, "%s/%s", dir, names[i]);
+        if (sh_r.lstat(t->a, &st) == 0 && st.st_uid != me && st.st_uid != 0)
+            return 1;
+    }
+    return 0;
+}
 
 static long long stamp_of(const struct stat *st)
 {
@@ -68,7 +86,7 @@ static int index_fresh(const void *arg)
 {
     const struct fresh *f = arg;
     struct stat st;
-    if (sh_r.stat(f->index, &st) < 0)
+    if (sh_r.stat(f->index, &st) < 0 || index_foreign(f->dir))
         return 0;
     time_t now = time(NULL);
     return stamp_of(&st) != f->seen || (now - st.st_mtime < sh_ttl && now >= st.st_mtime);
@@ -86,12 +104,21 @@ static void load(struct sh_mount *m)
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;
     time_t now = time(NULL);
-    if ((!have || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
+    /* HFS3_VERIFY_FOREIGN=1: an index or manifest.json another user (not root) wrote is stale whatever its age:
+     * _index fetches the manifest whole and installs this user's own */
+    int foreign = have && index_foreign(m->dir);
+    if (foreign && sh_offline) {
+        sh_log(0, "%s: the cached manifest of %s is another user's, HFS3_VERIFY_FOREIGN=1 and HFS3_OFFLINE=1: not "
+               "used", m->path, m->remote);
+        m->broken = 1;
+        return;
+    }
+    if ((!have || foreign || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
         sh_mkdirs(m->dir);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
-        struct fresh f = {p, have ? stamp_of(&st) : 0};
+        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir};
         struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL};
         int rc = sh_run_locked(&j);
         if (rc == -ETIMEDOUT)

@@ -170,6 +170,7 @@ void sh_stat_to_statx(const struct stat *st, struct statx *sx);
 extern char sh_helper_env[SH_PATH];
 extern char sh_cache_env[SH_PATH + 32];
 extern int sh_log_level, sh_offline, sh_prefetch;
+extern int sh_verify_foreign;     /* HFS3_VERIFY_FOREIGN: what another user (not root) wrote is checked by the helper */
 extern long sh_ttl;
 extern long sh_stall;             /* HFS3_STALL_TIMEOUT: seconds without progress before an open gives up */
 extern char sh_cache_real[SH_PATH]; /* realpath of sh_cache once sh_cache_ready decided it */
@@ -225,7 +226,7 @@ gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's mem
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
-void sh_reap(pid_t pid);
+int sh_reap(pid_t pid);   /* the helper's exit status, or -1 when unknown (reaped by the host, killed) */
 int sh_cache_shared(void);
 int sh_exists(const char *p);
 struct sh_lockjob {
@@ -240,6 +241,8 @@ struct sh_lockjob {
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
+/* lastuse.c: records a use of CACHE/blobs/<sha256> (the mtime of its lock file, at most once a minute) */
+void hfs3_shim_lastuse(const char *blob_path);
 void sh_read_line(const char *path, char *out, size_t n);
 
 /* --- mount.c ------------------------------------------------------------------------------------------- */

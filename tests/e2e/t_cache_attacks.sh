@@ -323,4 +323,39 @@ set -e
 [ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: cat exit $st (124: it hung), expected 1"; }
 grep -q "not a regular file" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: no line"; }
 ok "shim: a FIFO planted as a blob does not hang the open: $(head -1 "$WORK/shim.err")"
+# HFS3_VERIFY_FOREIGN on the shim side: B's forged blob (right size, wrong bytes) is served on trust without
+# it, refused with it (the helper re-hashes it under the lock); B's manifest is replaced by A's own
+new_shared shimvf
+size=$(stat -c %s "$WORK/m/config.json")
+as "$B" bash -c "head -c $size /dev/zero | tr '\\0' x >'$S/blobs/$cfg' && chmod 0440 '$S/blobs/$cfg'"
+shimA() {
+  set +e
+  setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+    HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" "$@" >"$WORK/shim.out" 2>"$WORK/shim.err"
+  st=$?
+  set -e
+}
+shimA cat /models/m1/config.json
+[ "$st" = 0 ] && [ "$(head -c 3 "$WORK/shim.out")" = xxx ] || { cat "$WORK/shim.err" >&2; fail "shim: B's blob without HFS3_VERIFY_FOREIGN: exit $st"; }
+ok "shim: without HFS3_VERIFY_FOREIGN a member's blob is trusted (the documented limit)"
+shimA env HFS3_VERIFY_FOREIGN=on cat /models/m1/config.json
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: B's forged blob under HFS3_VERIFY_FOREIGN=on: exit $st"; }
+[ ! -s "$WORK/shim.out" ] || fail "shim: a forged byte was served under HFS3_VERIFY_FOREIGN=on"
+grep -q "does not match its sha256" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: forged blob: no line"; }
+ok "shim: HFS3_VERIFY_FOREIGN=on: B's forged blob refused: $(grep -m1 sha256 "$WORK/shim.err")"
+as "$B" rm -f "$S/blobs/$cfg"
+as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _get "$R" config.json
+[ "$(stat -c %u "$S/blobs/$cfg")" = "$B" ] || fail "shim: B's good blob"
+shimA env HFS3_VERIFY_FOREIGN=yes cat /models/m1/config.json
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "shim: B's good blob under HFS3_VERIFY_FOREIGN: exit $st"; }
+ok "shim: HFS3_VERIFY_FOREIGN=yes: B's good blob re-hashed and served"
+# the manifest: B refreshed it last (B's index); A's shim with HFS3_VERIFY_FOREIGN=1 installs its own at once
+rm -f "$S/mounts/$K/index" "$S/mounts/$K/manifest.json" "$S/mounts/$K/etag"
+as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _index "$R"
+[ "$(stat -c %u "$S/mounts/$K/index")" = "$B" ] || fail "shim: B's index"
+shimA env HFS3_VERIFY_FOREIGN=1 HFS3_MANIFEST_TTL=100000 cat /models/m1/config.json
+[ "$st" = 0 ] || { cat "$WORK/shim.err" >&2; fail "shim: HFS3_VERIFY_FOREIGN with B's index: exit $st"; }
+[ "$(stat -c %u "$S/mounts/$K/index"):$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A:$A" ] ||
+  fail "shim: HFS3_VERIFY_FOREIGN=1 kept B's index/manifest.json"
+ok "shim: HFS3_VERIFY_FOREIGN=1: B's cached index is stale for A's shim, which installs its own"
 echo "all ok"

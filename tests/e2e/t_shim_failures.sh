@@ -28,6 +28,14 @@ shim_check "offline stat of an uncached file" test "$(HFS3_OFFLINE=1 LD_PRELOAD=
 err=$(HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/flat/dir/b.bin" 2>&1); echo "$err"
 shim_check "offline open of an uncached file is EIO" grep -q "Input/output error" <<<"$err"
 shim_check "offline open of a cached file" test "$(HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt")" = "hello from a"
+# booleans as the helper reads them: yes/on/TRUE are 1; anything else warns once and keeps the default
+err=$(HFS3_OFFLINE=Yes LD_PRELOAD=$HFS3_SHIM cat "$M/flat/dir/b.bin" 2>&1); echo "$err"
+shim_check "HFS3_OFFLINE=Yes is offline" grep -q "not in the cache and HFS3_OFFLINE=1" <<<"$err"
+err=$(HFS3_OFFLINE=maybe LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "HFS3_OFFLINE=maybe: one warning, the default (online), the file read" \
+  test "$(grep -c '^hfs3: HFS3_OFFLINE=maybe is not a boolean' <<<"$err"):$(grep -c 'hello from a' <<<"$err")" = 1:1
+err=$(HFS3_OFFLINE=1 HFS3_PREFETCH=bogus LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "HFS3_PREFETCH=bogus: one warning" test "$(grep -c '^hfs3: HFS3_PREFETCH=bogus is not a boolean' <<<"$err")" = 1
 
 # the object changed behind the manifest's back: the helper refuses it, the shim fails the open once
 echo "not the bytes the manifest names" | rclone rcat s3test:models/flat/dir/b.bin

@@ -29,6 +29,15 @@ for f in big.bin one.bin; do
   echo "slow fetch of $f: ${took}s, stall timeout 2 s, not cut"
 done
 
+# last use: an open of a cached blob through the shim moves its lock file's mtime (gc's LRU clock)
+bsha=$(blob_of "$WORK/p/big.bin")
+touch -d '2 hours ago' "$HFS3_CACHE_DIR/locks/$bsha.lock"
+before=$(stat -c %Y "$HFS3_CACHE_DIR/locks/$bsha.lock")
+HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM cat "$M/big.bin" >/dev/null || fail "cat of a cached blob"
+after=$(stat -c %Y "$HFS3_CACHE_DIR/locks/$bsha.lock")
+[ "$after" -gt $((before + 3600)) ] || fail "last use: the lock file's mtime did not move ($before -> $after)"
+echo "last use: lock file mtime $before -> $after"
+
 # stalled: every GET of hang.bin is read and never answered; the shim gives up after ~2 s
 head -c $((3 << 20)) /dev/urandom >"$WORK/p/hang.bin"
 fetch_publish "$WORK/p" s3test:models/p
@@ -44,4 +53,4 @@ cat "$WORK/err"
 sha=$(blob_of "$WORK/p/hang.bin")
 flock -n "$HFS3_CACHE_DIR/locks/$sha.lock" true || fail "stalled fetch: the lock is still held"
 echo "stalled fetch: EIO after ${took}s"
-ok "shim stall check: a slow live fetch (2 ranges, and 1) is not cut by HFS3_STALL_TIMEOUT=2, a hung one is"
+ok "shim stall check: a slow live fetch (2 ranges, and 1) is not cut by HFS3_STALL_TIMEOUT=2, a hung one is; an open of a cached blob records its last use"
