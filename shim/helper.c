@@ -23,20 +23,31 @@ extern char **environ;
 
 /* --- running the helper ------------------------------------------------------------------------------ */
 
-static const char *helper_path(char *buf, size_t n)
+/* Which helper to run, in this order: $HFS3_HELPER (a bare name is looked up in PATH), then
+ * ../bin/hfs3-manifest beside this library (an install tree: PREFIX/lib/libhfs3shim.so), then the compiled-in
+ * PREFIX/bin/hfs3-manifest, then hfs3-manifest in PATH. *why says why (logged once at debug). */
+static const char *helper_path(char *buf, size_t n, const char **why)
 {
-    if (sh_helper_env[0])
+    if (sh_helper_env[0]) {
+        *why = strchr(sh_helper_env, '/') ? "HFS3_HELPER" : "HFS3_HELPER, looked up in PATH";
         return sh_helper_env;
-#ifdef HFS3_INSTALLED_HELPER
-    if (sh_r.access(HFS3_INSTALLED_HELPER, X_OK) == 0)
-        return HFS3_INSTALLED_HELPER;
-#endif
+    }
     Dl_info di;
     if (dladdr((void *)sh_init, &di) && di.dli_fname && di.dli_fname[0] == '/') {
         const char *sl = strrchr(di.dli_fname, '/');
-        if ((size_t)snprintf(buf, n, "%.*s/../bin/hfs3-manifest", (int)(sl - di.dli_fname), di.dli_fname) < n)
+        if ((size_t)snprintf(buf, n, "%.*s/../bin/hfs3-manifest", (int)(sl - di.dli_fname), di.dli_fname) < n &&
+            sh_r.access(buf, X_OK) == 0) {
+            *why = "beside the library";
             return buf;
+        }
     }
+#ifdef HFS3_INSTALLED_HELPER
+    if (sh_r.access(HFS3_INSTALLED_HELPER, X_OK) == 0) {
+        *why = "the installed prefix";
+        return HFS3_INSTALLED_HELPER;
+    }
+#endif
+    *why = "none found beside the library or in the prefix: looked up in PATH";
     return "hfs3-manifest";
 }
 
@@ -46,7 +57,11 @@ static const char *helper_path(char *buf, size_t n)
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
 {
     SH_SCRATCH(t);
-    argv[0] = (char *)helper_path(t->a, SH_SCR);
+    const char *why = "";
+    argv[0] = (char *)helper_path(t->a, SH_SCR, &why);
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+        sh_log(3, "helper: %s (%s)", argv[0], why);
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
@@ -88,14 +103,17 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+    /* a name without '/' is looked up in PATH, as a shell would */
+    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, argv, envp)
+                                  : posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     free(envp);
     if (high >= 0)
         sh_r.close(high);
     if (rc) {
-        sh_log(0, "cannot run the helper %s: %s", argv[0], strerror(rc));
+        sh_log(0, "cannot run the helper %s: %s (HFS3_HELPER names a path; a bare name is looked up in PATH)",
+               argv[0], strerror(rc));
         return -rc;
     }
     return pid;
@@ -409,6 +427,13 @@ static int dir_ok(const struct stat *st, int shared)
  * Existing ones are never chmod-ed. 0, or -errno (logged once when a directory is refused). */
 int sh_mkdirs(const char *path)
 {
+    return sh_mkdirs_why(path, NULL, 0);
+}
+
+int sh_mkdirs_why(const char *path, char *failed, size_t fn)
+{
+    if (failed && fn)
+        failed[0] = 0;
     if (sh_cache_ready() < 0)
         return -EIO;
     int shared = sh_cache_shared();
@@ -444,8 +469,11 @@ int sh_mkdirs(const char *path)
         int e = errno;
         int fd = -1;
         struct stat st;
-        if (!created && e != EEXIST)
+        if (!created && e != EEXIST) {
             rc = -e;
+            if (failed && fn)
+                snprintf(failed, fn, "%s/%s", sh_cache, b);
+        }
         else if ((fd = sh_r.openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
             rc = -errno;
         else if (sh_r.fstat(fd, &st) < 0)

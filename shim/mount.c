@@ -96,10 +96,17 @@ static void load(struct sh_mount *m)
 {
     SH_SCRATCH(t);
     char *p = t->a, *lk = t->b, *why = t->c;
+    why[0] = 0;
     if (sh_cache_ready() < 0) {
-        m->broken = 1;   /* logged once by sh_cache_ready */
+        m->broken = 1;   /* logged once by sh_cache_ready, or here: which mkdir failed */
+        const char *d;
+        int e = sh_cache_mkdir_error(&d);
+        if (e)
+            sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
+                   "create)", m->path, sh_cache, d, strerror(e));
         return;
     }
+    int mkerr = 0;
     snprintf(p, SH_SCR, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;
@@ -114,7 +121,7 @@ static void load(struct sh_mount *m)
         return;
     }
     if ((!have || foreign || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
-        sh_mkdirs(m->dir);
+        mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
@@ -154,11 +161,19 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused) {
+    if (m->broken && !refused && mkerr < 0 && why[0]) {
+        sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
+               "create)", m->path, sh_cache, why, strerror(-mkerr));
+    } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
-        sh_log(0, "%s: no manifest for %s: %s", m->path, m->remote,
-               why[0] ? why : sh_offline ? "HFS3_OFFLINE=1 and none cached" : "no index in the cache");
+        if (why[0])   /* the helper's line names the remote */
+            sh_log(0, "%s: %s", m->path, why);
+        else if (sh_offline)
+            sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "
+                   "with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
+        else
+            sh_log(0, "%s: no manifest for %s: no index in the cache", m->path, m->remote);
         sh_mkdirs(lk);
     }
     if (sh_r.stat(lk, &st) == 0 || sh_r.stat(sh_cache, &st) == 0)

@@ -241,6 +241,10 @@ struct sh_lockjob {
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
+/* sh_mkdirs, and the directory whose mkdir failed in failed[n] (empty when none did) */
+int sh_mkdirs_why(const char *path, char *failed, size_t n);
+/* the errno of the mkdir that kept the cache from being created (*dir: which), or 0 */
+int sh_cache_mkdir_error(const char **dir);
 /* lastuse.c: records a use of CACHE/blobs/<sha256> (the mtime of its lock file, at most once a minute) */
 void hfs3_shim_lastuse(const char *blob_path);
 void sh_read_line(const char *path, char *out, size_t n);
