@@ -89,7 +89,7 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     posix_spawnattr_init(&at);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (quiet && sh_log_level < 3)
+    if (quiet && sh_log_level < 2)   /* info and debug keep its stderr */
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (lockfd >= 0)
         posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
@@ -246,6 +246,105 @@ static long long progress(const char *tmpdir, const char *sha)
     return acc;
 }
 
+/* Bytes so far of the fetch of sha (docs/internals.md "Size, last use and progress"): from the sidecar
+ * tmp/<sha>.<rand>.done: line 1 "hfs3-done 1 SIZE CHUNK", then one completed range number per line; bytes =
+ * the distinct ranges' sizes (the last one SIZE - N*CHUNK). -1 when there is no sidecar (one range: nothing
+ * until it is done). Scratch buffers only: one for the directory, one for the file, one as the ranges' bitmap. */
+static long long bytes_so_far(const char *tmpdir, const char *sha)
+{
+    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    SH_SCRATCH(t);
+    size_t sl = strlen(sha);
+    int fd = -1;
+    long n;
+    while (fd < 0 && (n = syscall(SYS_getdents64, dfd, t->a, SH_SCR)) > 0) {
+        for (long off = 0; off < n && fd < 0;) {
+            struct dirent64 *d = (struct dirent64 *)(t->a + off);
+            off += d->d_reclen;
+            size_t dl = strlen(d->d_name);
+            if (!strncmp(d->d_name, sha, sl) && d->d_name[sl] == '.' && dl > sl + 5 &&
+                !strcmp(d->d_name + dl - 5, ".done"))
+                fd = sh_r.openat(dfd, d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        }
+    }
+    sh_r.close(dfd);
+    if (fd < 0)
+        return -1;
+    unsigned char *seen = (unsigned char *)t->c;
+    memset(seen, 0, SH_SCR);
+    unsigned long long size = 0, chunk = 0, bytes = 0, num = 0;
+    int line = 0, have = 0, hdr_ok = 0;
+    char hdr[64];
+    size_t hl = 0;
+    while ((n = read(fd, t->b, SH_SCR)) > 0) {
+        for (long i = 0; i < n; i++) {
+            char c = t->b[i];
+            if (line == 0) {
+                if (c != '\n') {
+                    if (hl < sizeof hdr - 1)
+                        hdr[hl++] = c;
+                    continue;
+                }
+                hdr[hl] = 0;
+                hdr_ok = sscanf(hdr, "hfs3-done 1 %llu %llu", &size, &chunk) == 2 && chunk > 0;
+                line = 1;
+                continue;
+            }
+            if (!hdr_ok)
+                break;
+            if (c >= '0' && c <= '9') {
+                num = num * 10 + (unsigned long long)(c - '0');
+                have = 1;
+            } else if (c == '\n') {
+                if (have && num * chunk < size && num < SH_SCR * 8ULL && !(seen[num / 8] & (1u << (num % 8)))) {
+                    seen[num / 8] |= (unsigned char)(1u << (num % 8));
+                    bytes += size - num * chunk < chunk ? size - num * chunk : chunk;
+                }
+                num = 0;
+                have = 0;
+            } else {
+                num = 0;
+                have = 0;
+            }
+        }
+    }
+    sh_r.close(fd);
+    return hdr_ok ? (long long)bytes : -1;
+}
+
+/* "1.5 MiB"-style sizes for the progress lines */
+static void human(unsigned long long b, char *out, size_t n)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+/* HFS3_LOG=info while an open waits on a fetch: "LABEL: B of SIZE (P%), R/s, about E s left" */
+static void progress_line(const struct sh_lockjob *j, long long waited_ms, int last)
+{
+    long long b = bytes_so_far(j->tmpdir, j->sha);
+    char hb[32], hs[32], hr[32];
+    human(j->size, hs, sizeof hs);
+    if (b < 0) {
+        sh_log(2, "%s: %s, waiting %lld s%s", j->label, hs, waited_ms / 1000, last ? ", done" : "");
+        return;
+    }
+    human((unsigned long long)b, hb, sizeof hb);
+    double rate = waited_ms > 0 ? (double)b * 1000.0 / (double)waited_ms : 0;
+    human((unsigned long long)rate, hr, sizeof hr);
+    long long left = rate > 0 && j->size > (unsigned long long)b ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
+    sh_log(2, "%s: %s of %s (%d%%), %s/s, about %lld s left", j->label, hb, hs,
+           j->size ? (int)((unsigned long long)b * 100 / j->size) : 100, hr, left);
+}
+
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -284,7 +383,7 @@ static int sig_wait(const sigset_t *old, long ms)
 /* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
  * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
  * (no tmp/<sha>.* file changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
-static int lock_wait(int fd, const char *tmpdir, const char *sha)
+static int lock_wait(int fd, const struct sh_lockjob *j)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
@@ -293,7 +392,8 @@ static int lock_wait(int fd, const char *tmpdir, const char *sha)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    long long last = progress(tmpdir, sha), since = now_ms();
+    long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since, next_line = 3000;
+    int lines = 0;
     long wait = 5;
     int rc;
     for (;;) {
@@ -308,7 +408,13 @@ static int lock_wait(int fd, const char *tmpdir, const char *sha)
             rc = -errno;
             break;
         }
-        long long cur = progress(tmpdir, sha), t = now_ms();
+        long long cur = progress(j->tmpdir, j->sha), t = now_ms();
+        /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~10 s */
+        if (j->label && sh_log_level >= 2 && j->tmpdir && t - start >= next_line) {
+            progress_line(j, t - start, 0);
+            next_line = next_line < 3000 ? 13000 : next_line + 10000;
+            lines++;
+        }
         if (cur != last) {
             last = cur;
             since = t;
@@ -317,6 +423,8 @@ static int lock_wait(int fd, const char *tmpdir, const char *sha)
             break;
         }
     }
+    if (lines && rc == 0)
+        sh_log(2, "%s: waited %lld s", j->label, (now_ms() - start) / 1000);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -337,7 +445,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     int fd = lock_open(j->lockpath);
     if (fd < 0)
         return fd;
-    int rc = lock_wait(fd, j->tmpdir, j->sha);
+    int rc = lock_wait(fd, j);
     if (rc < 0) {
         lock_close(fd, 0);
         return rc;
@@ -351,7 +459,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     if (pid < 0)
         return pid;
     fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
-    rc = fd < 0 ? fd : lock_wait(fd, j->tmpdir, j->sha);
+    rc = fd < 0 ? fd : lock_wait(fd, j);
     if (fd >= 0)
         lock_close(fd, rc == 0);
     if (rc == -ETIMEDOUT) {

@@ -126,7 +126,8 @@ static void load(struct sh_mount *m)
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
         struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir};
-        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL};
+        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
+        sh_log(2, "%s: refreshing the manifest of %s", m->path, m->remote);
         int rc = sh_run_locked(&j);
         if (rc == -ETIMEDOUT)
             sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,

@@ -34,6 +34,7 @@ static void maybe_prefetch(struct sh_mount *m, uint32_t e)
     if (!sh_prefetch || sh_offline || sh_in_vfork() || __atomic_exchange_n(&m->prefetched, 1, __ATOMIC_ACQ_REL))
         return;
     char *argv[] = {NULL, "_prefetch", m->remote, (char *)sh_epath(m, e), NULL};
+    sh_log(2, "%s: prefetching the mount's other files in the background", m->path);
     pid_t pid = sh_spawn_helper(argv, -1, 1);
     if (pid > 0)
         sh_reap(pid);
@@ -93,7 +94,14 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     snprintf(tmp, SH_SCR, "%s/tmp", sh_cache);
     struct timespec t0;
     clock_gettime(CLOCK_REALTIME, &t0);
-    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, blob, argv, 1, tmp, hex};
+    char *label = t->c;
+    snprintf(label, SH_SCR, "%s/%s", m->path, sh_epath(m, e));
+    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, blob, argv, 1, tmp, hex, label,
+                           (unsigned long long)m->ents[e].size};
+    sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
+           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
+    struct timespec s0;
+    clock_gettime(CLOCK_MONOTONIC, &s0);
     int rc = sh_run_locked(&j);
     if (rc == -EINTR)
         return rc;   /* a signal: the fetch goes on for the next open */
@@ -114,8 +122,13 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                                         (st.st_mtim.tv_sec == t0.tv_sec && st.st_mtim.tv_nsec >= t0.tv_nsec)))
             rc = 1;
     }
-    if (!(foreign && rc) && sh_exists(blob))
+    if (!(foreign && rc) && sh_exists(blob)) {
+        struct timespec s1;
+        clock_gettime(CLOCK_MONOTONIC, &s1);
+        sh_log(2, "%s: fetched in %.1f s", label,
+               (double)(s1.tv_sec - s0.tv_sec) + (double)(s1.tv_nsec - s0.tv_nsec) / 1e9);
         return 0;
+    }
     sh_read_line(lk, why, 512);
     sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why[0] ? why : "(no reason recorded)");
     return -EIO;

@@ -237,6 +237,8 @@ struct sh_lockjob {
     int quiet;                      /* its stderr to /dev/null */
     const char *tmpdir, *sha;       /* CACHE/tmp and the sha256 whose tmp/<sha>.* changing means progress
                                      * (NULL: none; time since the start) */
+    const char *label;              /* HFS3_LOG=info: "MOUNT/PATH" for progress lines while waiting (NULL: none) */
+    unsigned long long size;        /* the file's size, for those lines */
 };
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);

@@ -38,6 +38,16 @@ after=$(stat -c %Y "$HFS3_CACHE_DIR/locks/$bsha.lock")
 [ "$after" -gt $((before + 3600)) ] || fail "last use: the lock file's mtime did not move ($before -> $after)"
 echo "last use: lock file mtime $before -> $after"
 
+# HFS3_LOG=info: a line per helper start and result, and progress lines while an open waits (> 3 s)
+HFS3_CACHE_DIR=$WORK/cache-info HFS3_LOG=info HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM \
+  cat "$M/big.bin" 2>"$WORK/info.err" >"$WORK/out" || { cat "$WORK/info.err"; fail "info: cat"; }
+cat "$WORK/info.err"
+cmp -s "$WORK/out" "$WORK/p/big.bin" || fail "info: wrong bytes"
+grep -q "^hfs3: $M: refreshing the manifest of slow:models/p" "$WORK/info.err" || fail "info: no manifest line"
+grep -q "^hfs3: $M/big.bin: fetching slow:models/p/big.bin (4194304 bytes)" "$WORK/info.err" || fail "info: no fetching line"
+grep -Eq "^hfs3: $M/big.bin: .* of 4.0 MiB \([0-9]+%\), .*/s, about [0-9]+ s left" "$WORK/info.err" || fail "info: no progress line"
+grep -Eq "^hfs3: $M/big.bin: fetched in [0-9.]+ s" "$WORK/info.err" || fail "info: no fetched line"
+
 # stalled: every GET of hang.bin is read and never answered; the shim gives up after ~2 s
 head -c $((3 << 20)) /dev/urandom >"$WORK/p/hang.bin"
 fetch_publish "$WORK/p" s3test:models/p
