@@ -89,7 +89,7 @@ static int mkdir_errno;
 int sh_cache_mkdir_error(const char **dir)
 {
     *dir = mkdir_failed;
-    return mkdir_failed[0] ? mkdir_errno : 0;
+    return explicit_dir && mkdir_failed[0] ? mkdir_errno : 0;   /* a default has the fallback's own line */
 }
 
 /* 0 when dir can be this user's cache (created when missing, parents 0700): else -errno, *why set. */
