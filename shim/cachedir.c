@@ -82,6 +82,16 @@ fail:
     __atomic_store_n(&state, 3, __ATOMIC_RELEASE);
 }
 
+/* The mkdir that failed while creating the cache (an explicit HFS3_CACHE_DIR): each mount says it at load. */
+static char mkdir_failed[SH_PATH];
+static int mkdir_errno;
+
+int sh_cache_mkdir_error(const char **dir)
+{
+    *dir = mkdir_failed;
+    return explicit_dir && mkdir_failed[0] ? mkdir_errno : 0;   /* a default has the fallback's own line */
+}
+
 /* 0 when dir can be this user's cache (created when missing, parents 0700): else -errno, *why set. */
 static int check_dir(const char *dir, const char **why)
 {
@@ -108,7 +118,9 @@ static int check_dir(const char *dir, const char **why)
             }
             if (sh_r.mkdir(b, 0700) < 0 && errno != EEXIST) {
                 *why = strerror(errno);
-                return -errno;
+                mkdir_errno = errno;
+                snprintf(mkdir_failed, sizeof mkdir_failed, "%.*s", (int)sizeof mkdir_failed - 1, b);
+                return -mkdir_errno;
             }
             if (sh_r.lstat(b, &st) < 0) {
                 *why = strerror(errno);
@@ -187,7 +199,8 @@ static int decide(void)
     if (!no_default && check_dir(sh_cache, &why) == 0)
         return 0;
     if (explicit_dir) {
-        sh_log(0, "cache directory %s: %s: mounts fail with EIO", sh_cache, why);
+        if (!mkdir_failed[0])   /* else each mount says it, with the mkdir that failed (mount.c) */
+            sh_log(0, "cache directory %s: %s: mounts fail with EIO", sh_cache, why);
         return -EIO;
     }
     SH_SCRATCH(t);
@@ -207,6 +220,11 @@ static int decide(void)
 
 static gid_t cache_gid;
 static int cache_group_shared;
+
+gid_t sh_cache_gid(void)
+{
+    return cache_gid;
+}
 
 int sh_trusted_file(int fd, const char *what)
 {

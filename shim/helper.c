@@ -23,20 +23,31 @@ extern char **environ;
 
 /* --- running the helper ------------------------------------------------------------------------------ */
 
-static const char *helper_path(char *buf, size_t n)
+/* Which helper to run, in this order: $HFS3_HELPER (a bare name is looked up in PATH), then
+ * ../bin/hfs3-manifest beside this library (an install tree: PREFIX/lib/libhfs3shim.so), then the compiled-in
+ * PREFIX/bin/hfs3-manifest, then hfs3-manifest in PATH. *why says why (logged once at debug). */
+static const char *helper_path(char *buf, size_t n, const char **why)
 {
-    if (sh_helper_env[0])
+    if (sh_helper_env[0]) {
+        *why = strchr(sh_helper_env, '/') ? "HFS3_HELPER" : "HFS3_HELPER, looked up in PATH";
         return sh_helper_env;
-#ifdef HFS3_INSTALLED_HELPER
-    if (sh_r.access(HFS3_INSTALLED_HELPER, X_OK) == 0)
-        return HFS3_INSTALLED_HELPER;
-#endif
+    }
     Dl_info di;
     if (dladdr((void *)sh_init, &di) && di.dli_fname && di.dli_fname[0] == '/') {
         const char *sl = strrchr(di.dli_fname, '/');
-        if ((size_t)snprintf(buf, n, "%.*s/../bin/hfs3-manifest", (int)(sl - di.dli_fname), di.dli_fname) < n)
+        if ((size_t)snprintf(buf, n, "%.*s/../bin/hfs3-manifest", (int)(sl - di.dli_fname), di.dli_fname) < n &&
+            sh_r.access(buf, X_OK) == 0) {
+            *why = "beside the library";
             return buf;
+        }
     }
+#ifdef HFS3_INSTALLED_HELPER
+    if (sh_r.access(HFS3_INSTALLED_HELPER, X_OK) == 0) {
+        *why = "the installed prefix";
+        return HFS3_INSTALLED_HELPER;
+    }
+#endif
+    *why = "none found beside the library or in the prefix: looked up in PATH";
     return "hfs3-manifest";
 }
 
@@ -46,7 +57,11 @@ static const char *helper_path(char *buf, size_t n)
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
 {
     SH_SCRATCH(t);
-    argv[0] = (char *)helper_path(t->a, SH_SCR);
+    const char *why = "";
+    argv[0] = (char *)helper_path(t->a, SH_SCR, &why);
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+        sh_log(3, "helper: %s (%s)", argv[0], why);
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
@@ -74,7 +89,7 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     posix_spawnattr_init(&at);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (quiet && sh_log_level < 3)
+    if (quiet && sh_log_level < 2)   /* info and debug keep its stderr */
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (lockfd >= 0)
         posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
@@ -88,25 +103,31 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+    /* a name without '/' is looked up in PATH, as a shell would */
+    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, argv, envp)
+                                  : posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     free(envp);
     if (high >= 0)
         sh_r.close(high);
     if (rc) {
-        sh_log(0, "cannot run the helper %s: %s", argv[0], strerror(rc));
+        sh_log(0, "cannot run the helper %s: %s (HFS3_HELPER names a path; a bare name is looked up in PATH)",
+               argv[0], strerror(rc));
         return -rc;
     }
     return pid;
 }
 
-void sh_reap(pid_t pid)
+int sh_reap(pid_t pid)
 {
     /* The helper has exited or is exiting (it released the lock, or it double-forked). ECHILD is fine: the
-     * host may sh_reap it, or ignore SIGCHLD. */
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+     * host may reap it, or ignore SIGCHLD. */
+    int st, e = errno, r;
+    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
         ;
+    errno = e;
+    return r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* 1 when CACHE is shared with a group: it exists setgid and group-writable (hfs3_cache_check_dir's rule, so the
@@ -154,17 +175,21 @@ static int lock_open(const char *path)
 {
     mode_t mode = sh_cache_shared() ? 0660 : 0600;
     __atomic_add_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
-    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd >= 0)
         (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
     else if (errno == EEXIST)
-        fd = sh_r.open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     int e = errno;
     struct stat st;
     if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
         sh_r.close(fd);
         fd = -1;
         e = EIO;
+    } else if (fd >= 0 && !sh_trusted_file(fd, path)) {   /* an owner the rules refuse: logged there */
+        sh_r.close(fd);
+        __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+        return -EPERM;
     }
     if (fd < 0) {
         __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
@@ -184,13 +209,140 @@ static void lock_close(int fd, int unlock)
     __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
 }
 
-/* (size, mtime) of a file: what "progress" means for a fetch's tmp/<sha>.part and .done */
-static long long stamp(const char *path)
+/* Progress of the fetch of one sha256: the helper writes tmp/<sha>.<16 random hex>.part, allocated at its full
+ * size up front (its mtime moves with each write), and the sidecar tmp/<sha>.<rand>.done, which grows as ranges
+ * complete (docs/internals.md "Size, last use and progress"). Every tmp/ entry named "<sha>." is folded into
+ * one number (name, size, mtime), so a write, a sidecar line, a new or a removed file all change it; -1 when
+ * there is none. The slow path of a wait: getdents64 into a scratch buffer, no allocation; never in a vfork
+ * child (the caller never waits there). */
+static long long progress(const char *tmpdir, const char *sha)
 {
-    struct stat st;
-    if (!path || sh_r.stat(path, &st) < 0)
+    if (!tmpdir || !sha)
         return -1;
-    return (long long)st.st_size * 1000003LL + st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    SH_SCRATCH(t);
+    size_t sl = strlen(sha);
+    long long acc = -1;
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, t->a, SH_SCR)) > 0) {
+        for (long off = 0; off < n;) {
+            struct dirent64 *d = (struct dirent64 *)(t->a + off);
+            off += d->d_reclen;
+            if (strncmp(d->d_name, sha, sl) || d->d_name[sl] != '.')
+                continue;
+            struct stat st;
+            if (sh_r.fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            unsigned long long h = 1469598103934665603ULL;
+            for (const char *c = d->d_name + sl; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+            acc = acc * 31 + (long long)(h & 0xffffffffffffULL) + (long long)st.st_size * 1000003LL +
+                  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        }
+    }
+    sh_r.close(dfd);
+    return acc;
+}
+
+/* Bytes so far of the fetch of sha (docs/internals.md "Size, last use and progress"): from the sidecar
+ * tmp/<sha>.<rand>.done: line 1 "hfs3-done 1 SIZE CHUNK", then one completed range number per line; bytes =
+ * the distinct ranges' sizes (the last one SIZE - N*CHUNK). -1 when there is no sidecar (one range: nothing
+ * until it is done). Scratch buffers only: one for the directory, one for the file, one as the ranges' bitmap. */
+static long long bytes_so_far(const char *tmpdir, const char *sha)
+{
+    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    SH_SCRATCH(t);
+    size_t sl = strlen(sha);
+    int fd = -1;
+    long n;
+    while (fd < 0 && (n = syscall(SYS_getdents64, dfd, t->a, SH_SCR)) > 0) {
+        for (long off = 0; off < n && fd < 0;) {
+            struct dirent64 *d = (struct dirent64 *)(t->a + off);
+            off += d->d_reclen;
+            size_t dl = strlen(d->d_name);
+            if (!strncmp(d->d_name, sha, sl) && d->d_name[sl] == '.' && dl > sl + 5 &&
+                !strcmp(d->d_name + dl - 5, ".done"))
+                fd = sh_r.openat(dfd, d->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        }
+    }
+    sh_r.close(dfd);
+    if (fd < 0)
+        return -1;
+    unsigned char *seen = (unsigned char *)t->c;
+    memset(seen, 0, SH_SCR);
+    unsigned long long size = 0, chunk = 0, bytes = 0, num = 0;
+    int line = 0, have = 0, hdr_ok = 0;
+    char hdr[64];
+    size_t hl = 0;
+    while ((n = read(fd, t->b, SH_SCR)) > 0) {
+        for (long i = 0; i < n; i++) {
+            char c = t->b[i];
+            if (line == 0) {
+                if (c != '\n') {
+                    if (hl < sizeof hdr - 1)
+                        hdr[hl++] = c;
+                    continue;
+                }
+                hdr[hl] = 0;
+                hdr_ok = sscanf(hdr, "hfs3-done 1 %llu %llu", &size, &chunk) == 2 && chunk > 0;
+                line = 1;
+                continue;
+            }
+            if (!hdr_ok)
+                break;
+            if (c >= '0' && c <= '9') {
+                num = num * 10 + (unsigned long long)(c - '0');
+                have = 1;
+            } else if (c == '\n') {
+                if (have && num * chunk < size && num < SH_SCR * 8ULL && !(seen[num / 8] & (1u << (num % 8)))) {
+                    seen[num / 8] |= (unsigned char)(1u << (num % 8));
+                    bytes += size - num * chunk < chunk ? size - num * chunk : chunk;
+                }
+                num = 0;
+                have = 0;
+            } else {
+                num = 0;
+                have = 0;
+            }
+        }
+    }
+    sh_r.close(fd);
+    return hdr_ok ? (long long)bytes : -1;
+}
+
+/* "1.5 MiB"-style sizes for the progress lines */
+static void human(unsigned long long b, char *out, size_t n)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+/* HFS3_LOG=info while an open waits on a fetch: "LABEL: B of SIZE (P%), R/s, about E s left" */
+static void progress_line(const struct sh_lockjob *j, long long waited_ms, int last)
+{
+    long long b = bytes_so_far(j->tmpdir, j->sha);
+    char hb[32], hs[32], hr[32];
+    human(j->size, hs, sizeof hs);
+    if (b < 0) {
+        sh_log(2, "%s: %s, waiting %lld s%s", j->label, hs, waited_ms / 1000, last ? ", done" : "");
+        return;
+    }
+    human((unsigned long long)b, hb, sizeof hb);
+    double rate = waited_ms > 0 ? (double)b * 1000.0 / (double)waited_ms : 0;
+    human((unsigned long long)rate, hr, sizeof hr);
+    long long left = rate > 0 && j->size > (unsigned long long)b ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
+    sh_log(2, "%s: %s of %s (%d%%), %s/s, about %lld s left", j->label, hb, hs,
+           j->size ? (int)((unsigned long long)b * 100 / j->size) : 100, hr, left);
 }
 
 static long long now_ms(void)
@@ -230,8 +382,8 @@ static int sig_wait(const sigset_t *old, long ms)
 
 /* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
  * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
- * (none of the progress files changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
-static int lock_wait(int fd, const char *prog1, const char *prog2)
+ * (no tmp/<sha>.* file changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
+static int lock_wait(int fd, const struct sh_lockjob *j)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
@@ -240,7 +392,8 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    long long last = stamp(prog1) ^ (stamp(prog2) << 1), since = now_ms();
+    long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since, next_line = 3000;
+    int lines = 0;
     long wait = 5;
     int rc;
     for (;;) {
@@ -255,7 +408,13 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
             rc = -errno;
             break;
         }
-        long long cur = stamp(prog1) ^ (stamp(prog2) << 1), t = now_ms();
+        long long cur = progress(j->tmpdir, j->sha), t = now_ms();
+        /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~10 s */
+        if (j->label && sh_log_level >= 2 && j->tmpdir && t - start >= next_line) {
+            progress_line(j, t - start, 0);
+            next_line = next_line < 3000 ? 13000 : next_line + 10000;
+            lines++;
+        }
         if (cur != last) {
             last = cur;
             since = t;
@@ -264,6 +423,8 @@ static int lock_wait(int fd, const char *prog1, const char *prog2)
             break;
         }
     }
+    if (lines && rc == 0)
+        sh_log(2, "%s: waited %lld s", j->label, (now_ms() - start) / 1000);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -276,7 +437,7 @@ int sh_exists(const char *p)
 
 /* The lock protocol (docs/internals.md): take the lock, skip when done(arg) says the work is there (someone
  * did it while we waited), else run the helper with the lock as fd 3 and wait for the lock to come free.
- * 0 (see done() for the outcome), -EINTR (a signal without SA_RESTART: the helper carries on for the next
+ * 0 (see done() for the outcome), the helper's exit status when it failed and this process reaped it, -EINTR (a signal without SA_RESTART: the helper carries on for the next
  * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
 int sh_run_locked(const struct sh_lockjob *j)
 {
@@ -284,7 +445,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     int fd = lock_open(j->lockpath);
     if (fd < 0)
         return fd;
-    int rc = lock_wait(fd, j->prog1, j->prog2);
+    int rc = lock_wait(fd, j);
     if (rc < 0) {
         lock_close(fd, 0);
         return rc;
@@ -298,7 +459,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     if (pid < 0)
         return pid;
     fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
-    rc = fd < 0 ? fd : lock_wait(fd, j->prog1, j->prog2);
+    rc = fd < 0 ? fd : lock_wait(fd, j);
     if (fd >= 0)
         lock_close(fd, rc == 0);
     if (rc == -ETIMEDOUT) {
@@ -310,8 +471,8 @@ int sh_run_locked(const struct sh_lockjob *j)
         pending_add(pid);
         return rc;
     }
-    sh_reap(pid);
-    return 0;
+    rc = sh_reap(pid);
+    return rc > 0 ? rc : 0;
 }
 
 /* In a forked child (pthread_atfork): closes every lock descriptor other threads had open (found by their
@@ -353,38 +514,103 @@ void sh_locks_after_fork(void)
     sh_r.close(dfd);
 }
 
-/* mkdir -p of a path under CACHE: 0700 under the umask, or 02770 in a shared cache (chmod of the directories
- * this call created, so the umask cannot cut the group's bits; existing ones are left as they are). */
-void sh_mkdirs(const char *path)
+/* A directory of the cache the shim is about to use (lib/cachefs.c's hfs3_cache_check_subdir, without the
+ * repairs): a directory, not writable by others; private: the user's, not group-writable; shared: the user's,
+ * root's or the cache's group's. 1 when fine. */
+static int dir_ok(const struct stat *st, int shared)
 {
+    uid_t me = geteuid();
+    if (!S_ISDIR(st->st_mode) || (st->st_mode & S_IWOTH))
+        return 0;
+    if (!shared)
+        return st->st_uid == me && !(st->st_mode & S_IWGRP);
+    return st->st_uid == me || st->st_uid == 0 || st->st_gid == sh_cache_gid();
+}
+
+/* mkdir -p of a path under CACHE, one component at a time from the cache's descriptor (mkdirat, then
+ * openat(O_DIRECTORY|O_NOFOLLOW) and the check of dir_ok, so nothing is created through a symlink or in a
+ * directory the rules refuse). Made 0700, then - only a directory this call created, through its descriptor -
+ * fchmod-ed to its final mode whatever the umask: private 0700; shared 03770 (setgid, sticky, group rwx: a
+ * member cannot remove or rename what another created), but mounts/<key>/ itself 02770 (lib/cache.c's modes).
+ * Existing ones are never chmod-ed. 0, or -errno (logged once when a directory is refused). */
+int sh_mkdirs(const char *path)
+{
+    return sh_mkdirs_why(path, NULL, 0);
+}
+
+int sh_mkdirs_why(const char *path, char *failed, size_t fn)
+{
+    if (failed && fn)
+        failed[0] = 0;
     if (sh_cache_ready() < 0)
-        return;
+        return -EIO;
     int shared = sh_cache_shared();
-    mode_t mode = shared ? 02770 : 0700;
     SH_SCRATCH(t);
     char *b = t->a;
     size_t n = strlen(path), cl = strlen(sh_cache);
-    /* only below the cache, which sh_cache_ready made */
+    /* only below the cache, which sh_cache_ready made and checked */
     if (n >= SH_SCR || n <= cl || strncmp(path, sh_cache, cl) || path[cl] != '/')
-        return;
-    memcpy(b, path, n + 1);
-    for (char *p = b + cl + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (sh_r.mkdir(b, mode) == 0 && shared)
-                (void)REAL(chmod, int (*)(const char *, mode_t))(b, mode);
+        return -EINVAL;
+    memcpy(b, path + cl + 1, n - cl);
+    int dfd = sh_r.open(sh_cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    int depth = 0, in_mounts = 0, rc = 0;
+    char *name = b;
+    for (char *p = b;; p++) {
+        if (*p != '/' && *p)
+            continue;
+        char c = *p;
+        *p = 0;
+        if (!*name || !strcmp(name, ".")) {   /* "a//b", "a/./b" */
             *p = c;
+            name = p + 1;
             if (!c)
                 break;
+            continue;
         }
+        depth++;
+        if (depth == 1)
+            in_mounts = !strcmp(name, "mounts");
+        mode_t want = !shared ? 0700 : (in_mounts && depth == 2 && strcmp(name, "ancestors")) ? 02770 : 03770;
+        int created = syscall(SYS_mkdirat, dfd, name, 0700) == 0;
+        int e = errno;
+        int fd = -1;
+        struct stat st;
+        if (!created && e != EEXIST) {
+            rc = -e;
+            if (failed && fn)
+                snprintf(failed, fn, "%s/%s", sh_cache, b);
+        }
+        else if ((fd = sh_r.openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+            rc = -errno;
+        else if (sh_r.fstat(fd, &st) < 0)
+            rc = -errno;
+        else if (created && st.st_uid == geteuid() && (st.st_mode & 07777) != want &&
+                 (syscall(SYS_fchmod, fd, want) < 0 || sh_r.fstat(fd, &st) < 0))
+            rc = -errno;
+        else if (!dir_ok(&st, shared)) {
+            rc = -EPERM;
+            *p = 0;
+            sh_log(0, "%s/%s: a directory of another user or writable by others (mode %04o): not trusted, not used",
+                   sh_cache, b, (unsigned)(st.st_mode & 07777));
+        }
+        sh_r.close(dfd);
+        dfd = fd;
+        if (rc < 0 || !c)
+            break;
+        *p = c;
+        name = p + 1;
     }
+    if (dfd >= 0)
+        sh_r.close(dfd);
+    return rc;
 }
 
 void sh_read_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
-    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return;
     if (!sh_trusted_file(fd, path)) {

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -24,7 +25,7 @@ char sh_cache[SH_PATH];
 
 char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
-int sh_log_level = 1, sh_offline, sh_prefetch = 1;
+int sh_log_level = 1, sh_offline, sh_prefetch = 1, sh_verify_foreign;
 long sh_ttl = 60, sh_stall = 120;
 char sh_env_error[1024];
 int sh_env_error_logged;
@@ -89,15 +90,32 @@ static void env_err(const char *fmt, ...)
     va_end(ap);
 }
 
+/* A boolean variable as the helper reads it (hfs3_env_bool): 1/0, true/false, yes/no, on/off in any case;
+ * unset or empty: def; anything else: one warning (this runs once per process) and def. */
+static int env_bool(const char *name, int def)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i]))
+            return 1;
+        if (!strcasecmp(v, no[i]))
+            return 0;
+    }
+    sh_log(1, "%s=%.64s is not a boolean (1/0, true/false, yes/no, on/off): using %s", name, v, def ? "1" : "0");
+    return def;
+}
+
 static void parse_env(void)
 {
     const char *v;
     if ((v = getenv("HFS3_LOG")) && *v)
         sh_log_level = !strcmp(v, "error") ? 0 : !strcmp(v, "info") ? 2 : !strcmp(v, "debug") ? 3 : 1;
-    if ((v = getenv("HFS3_OFFLINE")) && !strcmp(v, "1"))
-        sh_offline = 1;
-    if ((v = getenv("HFS3_PREFETCH")) && !strcmp(v, "0"))
-        sh_prefetch = 0;
+    sh_offline = env_bool("HFS3_OFFLINE", 0);
+    sh_prefetch = env_bool("HFS3_PREFETCH", 1);
+    sh_verify_foreign = env_bool("HFS3_VERIFY_FOREIGN", 0);
     if ((v = getenv("HFS3_MANIFEST_TTL")) && *v) {
         char *end;
         long t = strtol(v, &end, 10);

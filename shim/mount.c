@@ -55,7 +55,25 @@ static int index_valid(const void *base, size_t len)
 struct fresh {
     const char *index;
     long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
+    const char *dir;  /* CACHE/mounts/<key> */
 };
+
+/* HFS3_VERIFY_FOREIGN=1 and dir's index or manifest.json was written by another user (not root) */
+static int index_foreign(const char *dir)
+{
+    if (!sh_verify_foreign)
+        return 0;
+    SH_SCRATCH(t);
+    uid_t me = geteuid();
+    struct stat st;
+    static const char *const names[] = {"index", "manifest.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(t->a, SH_SCR, "%s/%s", dir, names[i]);
+        if (sh_r.lstat(t->a, &st) == 0 && st.st_uid != me && st.st_uid != 0)
+            return 1;
+    }
+    return 0;
+}
 
 static long long stamp_of(const struct stat *st)
 {
@@ -68,7 +86,7 @@ static int index_fresh(const void *arg)
 {
     const struct fresh *f = arg;
     struct stat st;
-    if (sh_r.stat(f->index, &st) < 0)
+    if (sh_r.stat(f->index, &st) < 0 || index_foreign(f->dir))
         return 0;
     time_t now = time(NULL);
     return stamp_of(&st) != f->seen || (now - st.st_mtime < sh_ttl && now >= st.st_mtime);
@@ -78,21 +96,38 @@ static void load(struct sh_mount *m)
 {
     SH_SCRATCH(t);
     char *p = t->a, *lk = t->b, *why = t->c;
+    why[0] = 0;
     if (sh_cache_ready() < 0) {
-        m->broken = 1;   /* logged once by sh_cache_ready */
+        m->broken = 1;   /* logged once by sh_cache_ready, or here: which mkdir failed */
+        const char *d;
+        int e = sh_cache_mkdir_error(&d);
+        if (e)
+            sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
+                   "create)", m->path, sh_cache, d, strerror(e));
         return;
     }
+    int mkerr = 0;
     snprintf(p, SH_SCR, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;
     time_t now = time(NULL);
-    if ((!have || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
-        sh_mkdirs(m->dir);
+    /* HFS3_VERIFY_FOREIGN=1: an index or manifest.json another user (not root) wrote is stale whatever its age:
+     * _index fetches the manifest whole and installs this user's own */
+    int foreign = have && index_foreign(m->dir);
+    if (foreign && sh_offline) {
+        sh_log(0, "%s: the cached manifest of %s is another user's, HFS3_VERIFY_FOREIGN=1 and HFS3_OFFLINE=1: not "
+               "used", m->path, m->remote);
+        m->broken = 1;
+        return;
+    }
+    if ((!have || foreign || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
+        mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
-        struct fresh f = {p, have ? stamp_of(&st) : 0};
-        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL};
+        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir};
+        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
+        sh_log(2, "%s: refreshing the manifest of %s", m->path, m->remote);
         int rc = sh_run_locked(&j);
         if (rc == -ETIMEDOUT)
             sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
@@ -100,7 +135,7 @@ static void load(struct sh_mount *m)
         /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
     }
     m->broken = 1;
-    int fd = sh_r.open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sh_r.open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     int refused = fd < 0 && errno == ELOOP;
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);
@@ -127,11 +162,19 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused) {
+    if (m->broken && !refused && mkerr < 0 && why[0]) {
+        sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
+               "create)", m->path, sh_cache, why, strerror(-mkerr));
+    } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
-        sh_log(0, "%s: no manifest for %s: %s", m->path, m->remote,
-               why[0] ? why : sh_offline ? "HFS3_OFFLINE=1 and none cached" : "no index in the cache");
+        if (why[0])   /* the helper's line names the remote */
+            sh_log(0, "%s: %s", m->path, why);
+        else if (sh_offline)
+            sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "
+                   "with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
+        else
+            sh_log(0, "%s: no manifest for %s: no index in the cache", m->path, m->remote);
         sh_mkdirs(lk);
     }
     if (sh_r.stat(lk, &st) == 0 || sh_r.stat(sh_cache, &st) == 0)

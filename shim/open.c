@@ -34,6 +34,7 @@ static void maybe_prefetch(struct sh_mount *m, uint32_t e)
     if (!sh_prefetch || sh_offline || sh_in_vfork() || __atomic_exchange_n(&m->prefetched, 1, __ATOMIC_ACQ_REL))
         return;
     char *argv[] = {NULL, "_prefetch", m->remote, (char *)sh_epath(m, e), NULL};
+    sh_log(2, "%s: prefetching the mount's other files in the background", m->path);
     pid_t pid = sh_spawn_helper(argv, -1, 1);
     if (pid > 0)
         sh_reap(pid);
@@ -44,30 +45,63 @@ static int blob_there(const void *blob)
     return sh_exists(blob);
 }
 
-/* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). */
-static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
+/* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
+static int blob_foreign(const char *path)
+{
+    struct stat st;
+    uid_t me = geteuid();
+    return sh_verify_foreign && sh_r.lstat(path, &st) == 0 && st.st_uid != me && st.st_uid != 0;
+}
+
+static int never_done(const void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). With
+ * HFS3_VERIFY_FOREIGN=1 a blob of another user is not used as it is: the helper's _get, under the blob's lock as
+ * for a missing one, re-hashes it (and refuses it when it does not match). force: run the helper even when the
+ * blob is there (it went away between this and the open: a gc removed it). */
+static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force)
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
     if ((size_t)snprintf(blob, n, "%s/blobs/%s", sh_cache, hex) >= n)
         return -ENAMETOOLONG;
-    if (sh_exists(blob))
+    int foreign = blob_foreign(blob);
+    if (!force && !foreign && sh_exists(blob))
         return 0;
     if (sh_offline) {
+        if (foreign) {
+            sh_log(0, "%s/%s: the cached copy is another user's, HFS3_VERIFY_FOREIGN=1 and HFS3_OFFLINE=1: not "
+                   "verified, not read", m->path, sh_epath(m, e));
+            return -EIO;
+        }
+        if (sh_exists(blob))
+            return 0;
         sh_log(1, "%s/%s: not in the cache and HFS3_OFFLINE=1", m->path, sh_epath(m, e));
         return -EIO;
     }
     if (sh_in_vfork())
         return -EIO;
     SH_SCRATCH(t);
-    char *lk = t->a, *part = t->b, *done = t->c, *why = t->d;
+    char *lk = t->a, *tmp = t->b, *why = t->d;
     snprintf(lk, SH_SCR, "%s/locks", sh_cache);
     sh_mkdirs(lk);
     snprintf(lk, SH_SCR, "%s/locks/%s.lock", sh_cache, hex);
     char *argv[] = {NULL, "_get", "--lock-fd", "3", m->remote, (char *)sh_epath(m, e), NULL};
-    snprintf(part, SH_SCR, "%s/tmp/%s.part", sh_cache, hex);
-    snprintf(done, SH_SCR, "%s/tmp/%s.done", sh_cache, hex);
-    struct sh_lockjob j = {lk, blob_there, blob, argv, 1, part, done};
+    snprintf(tmp, SH_SCR, "%s/tmp", sh_cache);
+    struct timespec t0;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    char *label = t->c;
+    snprintf(label, SH_SCR, "%s/%s", m->path, sh_epath(m, e));
+    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, blob, argv, 1, tmp, hex, label,
+                           (unsigned long long)m->ents[e].size};
+    sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
+           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
+    struct timespec s0;
+    clock_gettime(CLOCK_MONOTONIC, &s0);
     int rc = sh_run_locked(&j);
     if (rc == -EINTR)
         return rc;   /* a signal: the fetch goes on for the next open */
@@ -80,9 +114,21 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n)
         sh_log(0, "%s/%s: cannot fetch: %s", m->path, sh_epath(m, e), strerror(-rc));
         return -EIO;
     }
-    if (sh_exists(blob))
-        return 0;
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
+    if (foreign && rc == 0) {
+        /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
+        struct stat st;
+        if (sh_r.stat(lk, &st) == 0 && (st.st_mtim.tv_sec > t0.tv_sec ||
+                                        (st.st_mtim.tv_sec == t0.tv_sec && st.st_mtim.tv_nsec >= t0.tv_nsec)))
+            rc = 1;
+    }
+    if (!(foreign && rc) && sh_exists(blob)) {
+        struct timespec s1;
+        clock_gettime(CLOCK_MONOTONIC, &s1);
+        sh_log(2, "%s: fetched in %.1f s", label,
+               (double)(s1.tv_sec - s0.tv_sec) + (double)(s1.tv_nsec - s0.tv_nsec) / 1e9);
+        return 0;
+    }
     sh_read_line(lk, why, 512);
     sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why[0] ? why : "(no reason recorded)");
     return -EIO;
@@ -160,9 +206,17 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             return -EIO;
         fd = sh_r.open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC));
     } else {
-        if ((rc = ensure_blob(m, e, rp, SH_SCR)) < 0)
+        if ((rc = ensure_blob(m, e, rp, SH_SCR, 0)) < 0)
             return rc;
-        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | keep);
+        /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
+         * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
+        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | keep);
+        if (fd < 0 && errno == ENOENT && !sh_offline && !sh_in_vfork()) {
+            /* removed between the check and the open (a gc making room): fetch it once more */
+            if ((rc = ensure_blob(m, e, rp, SH_SCR, 1)) < 0)
+                return rc;
+            fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | keep);
+        }
         if (fd < 0 && errno == ELOOP) {
             sh_log(0, "%s: a symlink: not trusted, not read", rp);
             return -EIO;
@@ -171,6 +225,10 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             sh_r.close(fd);
             return -EIO;
         }
+        if (fd >= 0 && !(keep & O_NONBLOCK))
+            (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        if (fd >= 0 && !sh_in_vfork())
+            hfs3_shim_lastuse(rp);   /* the lock file's mtime: this blob was used now (gc's LRU) */
         if (fd >= 0)
             maybe_prefetch(m, e);
     }

@@ -169,12 +169,14 @@ static int join_classify(const char *base, const char *path, struct sh_loc *l)
 int sh_classify(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
+    /* before the no-mount exit: an HFS3_MOUNTS with no valid mount left is still said once */
+    if (__builtin_expect(sh_env_error[0], 0) && !__atomic_exchange_n(&sh_env_error_logged, 1, __ATOMIC_ACQ_REL)) {
+        int e = errno;
+        sh_log(0, "%s", sh_env_error);
+        errno = e;
+    }
     if (!sh_nmounts || !path || !*path)
         return L_NONE;
-    if (sh_env_error[0] && !sh_env_error_logged) {
-        sh_env_error_logged = 1;
-        sh_log(0, "%s", sh_env_error);
-    }
     if (path[0] == '/')
         return sh_classify_abs(path, l);
     int e = errno;

@@ -170,6 +170,7 @@ void sh_stat_to_statx(const struct stat *st, struct statx *sx);
 extern char sh_helper_env[SH_PATH];
 extern char sh_cache_env[SH_PATH + 32];
 extern int sh_log_level, sh_offline, sh_prefetch;
+extern int sh_verify_foreign;     /* HFS3_VERIFY_FOREIGN: what another user (not root) wrote is checked by the helper */
 extern long sh_ttl;
 extern long sh_stall;             /* HFS3_STALL_TIMEOUT: seconds without progress before an open gives up */
 extern char sh_cache_real[SH_PATH]; /* realpath of sh_cache once sh_cache_ready decided it */
@@ -221,10 +222,11 @@ void sh_cache_after_fork(void);
 /* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
+gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
-void sh_reap(pid_t pid);
+int sh_reap(pid_t pid);   /* the helper's exit status, or -1 when unknown (reaped by the host, killed) */
 int sh_cache_shared(void);
 int sh_exists(const char *p);
 struct sh_lockjob {
@@ -233,11 +235,20 @@ struct sh_lockjob {
     const void *arg;
     char **argv;                    /* the helper's command (argv[0] filled in) */
     int quiet;                      /* its stderr to /dev/null */
-    const char *prog1, *prog2;      /* files whose change means progress (NULL: none; time since the start) */
+    const char *tmpdir, *sha;       /* CACHE/tmp and the sha256 whose tmp/<sha>.* changing means progress
+                                     * (NULL: none; time since the start) */
+    const char *label;              /* HFS3_LOG=info: "MOUNT/PATH" for progress lines while waiting (NULL: none) */
+    unsigned long long size;        /* the file's size, for those lines */
 };
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
-void sh_mkdirs(const char *path);
+int sh_mkdirs(const char *path);
+/* sh_mkdirs, and the directory whose mkdir failed in failed[n] (empty when none did) */
+int sh_mkdirs_why(const char *path, char *failed, size_t n);
+/* the errno of the mkdir that kept the cache from being created (*dir: which), or 0 */
+int sh_cache_mkdir_error(const char **dir);
+/* lastuse.c: records a use of CACHE/blobs/<sha256> (the mtime of its lock file, at most once a minute) */
+void hfs3_shim_lastuse(const char *blob_path);
 void sh_read_line(const char *path, char *out, size_t n);
 
 /* --- mount.c ------------------------------------------------------------------------------------------- */

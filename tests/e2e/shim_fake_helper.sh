@@ -25,8 +25,8 @@ case $cmd in
       hang) exec sleep 1000 ;;
       slow) # progress every 0.5 s for FAKE_SLOW_S seconds, as a slow but live download
         mkdir -p "$HFS3_CACHE_DIR/tmp"
-        for i in $(seq 1 $((${FAKE_SLOW_S:-4} * 2))); do echo "$i" >>"$HFS3_CACHE_DIR/tmp/$sha.part"; sleep 0.5; done
-        rm -f "$HFS3_CACHE_DIR/tmp/$sha.part" ;;
+        for i in $(seq 1 $((${FAKE_SLOW_S:-4} * 2))); do echo "$i" >>"$HFS3_CACHE_DIR/tmp/$sha.0123456789abcdef.part"; sleep 0.5; done
+        rm -f "$HFS3_CACHE_DIR/tmp/$sha.0123456789abcdef.part" ;;
       *) sleep "${FAKE_GET_SLEEP:-0.3}" ;;
     esac
     if [ "$path" = dir/b.bin ]; then

@@ -5,7 +5,7 @@
 # outside the cache (under $WORK/homeA) keep their sha256 and mode, A never gets a forged byte (the blob is
 # the real content, or the helper fails with one clear line), and each refusal is one line.
 # Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
-# T_CACHE_ATTACKS_SHIM=1 adds shim-side cases (A's cat through the shim); off by default (the shim's owner's).
+# The last cases are the shim's side: A's cat through the shim after B's plants.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -300,15 +300,62 @@ for d in . blobs tmp locks fails mounts "mounts/$K"; do
 done
 ok "non-member C cannot create anything in the shared cache"
 
-if [ "${T_CACHE_ATTACKS_SHIM:-0}" = 1 ]; then
-  # ---- shim-side cases (the shim engineer's): A's cat through the shim after B's plants ----
-  new_shared shim
-  as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
+# ---- shim-side cases: A's cat through the shim after B's plants ----
+new_shared shim
+as "$B" ln -s "$HA/secret" "$S/locks/$cfg.lock"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+st=$?
+set -e
+victim_ok "shim: symlinked lock"
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: symlinked lock: cat exit $st, expected 1"; }
+[ ! -s "$WORK/shim.out" ] || fail "shim: symlinked lock: cat printed something"
+grep -q "locks/$cfg.lock" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: symlinked lock: no line naming it"; }
+[ "$(stat -c %a "$HA/secret")" = 600 ] || fail "shim: the target's mode changed"
+ok "shim: cat with a symlinked lock: $(head -1 "$WORK/shim.err")"
+as "$B" mkfifo -m 0644 "$S/blobs/$tok"
+set +e
+timeout 10 setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/tokenizer.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+st=$?
+set -e
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: cat exit $st (124: it hung), expected 1"; }
+grep -q "not a regular file" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: FIFO blob: no line"; }
+ok "shim: a FIFO planted as a blob does not hang the open: $(head -1 "$WORK/shim.err")"
+# HFS3_VERIFY_FOREIGN on the shim side: B's forged blob (right size, wrong bytes) is served on trust without
+# it, refused with it (the helper re-hashes it under the lock); B's manifest is replaced by A's own
+new_shared shimvf
+size=$(stat -c %s "$WORK/m/config.json")
+as "$B" bash -c "head -c $size /dev/zero | tr '\\0' x >'$S/blobs/$cfg' && chmod 0440 '$S/blobs/$cfg'"
+shimA() {
   set +e
   setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
-    HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+    HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" "$@" >"$WORK/shim.out" 2>"$WORK/shim.err"
+  st=$?
   set -e
-  victim_ok "shim: symlinked lock"
-  ok "shim: cat with a symlinked lock: $(head -1 "$WORK/shim.err")"
-fi
+}
+shimA cat /models/m1/config.json
+[ "$st" = 0 ] && [ "$(head -c 3 "$WORK/shim.out")" = xxx ] || { cat "$WORK/shim.err" >&2; fail "shim: B's blob without HFS3_VERIFY_FOREIGN: exit $st"; }
+ok "shim: without HFS3_VERIFY_FOREIGN a member's blob is trusted (the documented limit)"
+shimA env HFS3_VERIFY_FOREIGN=on cat /models/m1/config.json
+[ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim: B's forged blob under HFS3_VERIFY_FOREIGN=on: exit $st"; }
+[ ! -s "$WORK/shim.out" ] || fail "shim: a forged byte was served under HFS3_VERIFY_FOREIGN=on"
+grep -q "does not match its sha256" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "shim: forged blob: no line"; }
+ok "shim: HFS3_VERIFY_FOREIGN=on: B's forged blob refused: $(grep -m1 sha256 "$WORK/shim.err")"
+as "$B" rm -f "$S/blobs/$cfg"
+as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _get "$R" config.json
+[ "$(stat -c %u "$S/blobs/$cfg")" = "$B" ] || fail "shim: B's good blob"
+shimA env HFS3_VERIFY_FOREIGN=yes cat /models/m1/config.json
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "shim: B's good blob under HFS3_VERIFY_FOREIGN: exit $st"; }
+ok "shim: HFS3_VERIFY_FOREIGN=yes: B's good blob re-hashed and served"
+# the manifest: B refreshed it last (B's index); A's shim with HFS3_VERIFY_FOREIGN=1 installs its own at once
+rm -f "$S/mounts/$K/index" "$S/mounts/$K/manifest.json" "$S/mounts/$K/etag"
+as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _index "$R"
+[ "$(stat -c %u "$S/mounts/$K/index")" = "$B" ] || fail "shim: B's index"
+shimA env HFS3_VERIFY_FOREIGN=1 HFS3_MANIFEST_TTL=100000 cat /models/m1/config.json
+[ "$st" = 0 ] || { cat "$WORK/shim.err" >&2; fail "shim: HFS3_VERIFY_FOREIGN with B's index: exit $st"; }
+[ "$(stat -c %u "$S/mounts/$K/index"):$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A:$A" ] ||
+  fail "shim: HFS3_VERIFY_FOREIGN=1 kept B's index/manifest.json"
+ok "shim: HFS3_VERIFY_FOREIGN=1: B's cached index is stale for A's shim, which installs its own"
 echo "all ok"

@@ -21,13 +21,21 @@ shim_check "missing manifest: EIO" grep -q "Input/output error" <<<"$err"
 shim_check "missing manifest: one log line, from the shim" test "$(grep -c "^hfs3" <<<"$err")" = 1 -a "$(grep -c "^hfs3: $M/none: .*no manifest at s3://.*run hfs3-manifest build" <<<"$err")" = 1
 err=$(shim cat "$M/loop/a" 2>&1); echo "$err"
 shim_check "looping manifest: EIO" grep -q "Input/output error" <<<"$err"
-shim_check "looping manifest: one log line naming the loop" test "$(grep -c "^hfs3" <<<"$err")" = 1 -a "$(grep -c "^hfs3: $M/loop: no manifest.*loop" <<<"$err")" = 1
+shim_check "looping manifest: one log line naming the loop" test "$(grep -c "^hfs3" <<<"$err")" = 1 -a "$(grep -c "^hfs3: $M/loop: s3test:models/loop: .*loop" <<<"$err")" = 1
 
 # offline: stat from the cached index, EIO for what is not cached
 shim_check "offline stat of an uncached file" test "$(HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM stat -c %s "$M/flat/dir/b.bin")" = 3000
 err=$(HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/flat/dir/b.bin" 2>&1); echo "$err"
 shim_check "offline open of an uncached file is EIO" grep -q "Input/output error" <<<"$err"
 shim_check "offline open of a cached file" test "$(HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt")" = "hello from a"
+# booleans as the helper reads them: yes/on/TRUE are 1; anything else warns once and keeps the default
+err=$(HFS3_OFFLINE=Yes LD_PRELOAD=$HFS3_SHIM cat "$M/flat/dir/b.bin" 2>&1); echo "$err"
+shim_check "HFS3_OFFLINE=Yes is offline" grep -q "not in the cache and HFS3_OFFLINE=1" <<<"$err"
+err=$(HFS3_OFFLINE=maybe LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "HFS3_OFFLINE=maybe: one warning, the default (online), the file read" \
+  test "$(grep -c '^hfs3: HFS3_OFFLINE=maybe is not a boolean' <<<"$err"):$(grep -c 'hello from a' <<<"$err")" = 1:1
+err=$(HFS3_OFFLINE=1 HFS3_PREFETCH=bogus LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "HFS3_PREFETCH=bogus: one warning" test "$(grep -c '^hfs3: HFS3_PREFETCH=bogus is not a boolean' <<<"$err")" = 1
 
 # the object changed behind the manifest's back: the helper refuses it, the shim fails the open once
 echo "not the bytes the manifest names" | rclone rcat s3test:models/flat/dir/b.bin

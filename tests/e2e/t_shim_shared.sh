@@ -49,9 +49,9 @@ K=$(ls "$HFS3_CACHE_DIR/mounts" | grep -v '^ancestors$')
 [ "$(mode "mounts/$K/lock")" = "65533 660" ] || fail "mounts/K/lock (made by A's shim): $(mode "mounts/$K/lock")"
 [ "$(mode "locks/$cfg.lock")" = "65533 660" ] || fail "lock of config.json (made by A's shim): $(mode "locks/$cfg.lock")"
 [ "$(mode "blobs/$cfg")" = "65533 440" ] || fail "blob of config.json: $(mode "blobs/$cfg")"
-[ "$(mode mounts/ancestors)" = "65533 2770" ] || fail "mounts/ancestors: $(mode mounts/ancestors)"
-[ "$(mode mounts/ancestors/models)" = "65533 2770" ] || fail "mounts/ancestors/models: $(mode mounts/ancestors/models)"
-ok "user A's shim under umask 077: its directories 2770, its lock files 660, blob 440"
+[ "$(mode mounts/ancestors)" = "65533 3770" ] || fail "mounts/ancestors: $(mode mounts/ancestors)"
+[ "$(mode mounts/ancestors/models)" = "65533 3770" ] || fail "mounts/ancestors/models: $(mode mounts/ancestors/models)"
+ok "user A's shim under umask 077: its directories 3770 (mounts/K 2770), its lock files 660, blob 440"
 
 # user B (65534): another uncached file, then A's file again through A's lock file (the blob is gone), with
 # its mount refreshed under A's mount lock (TTL 0) and a missing skeleton directory made inside A's
@@ -69,7 +69,7 @@ grep -qx m1 "$WORK/b.ls" || fail "user B: ls /models/org shows $(cat "$WORK/b.ls
 [ "$(mode "blobs/$cfg")" = "65534 440" ] || fail "blob of config.json, fetched again by B: $(mode "blobs/$cfg")"
 [ "$(mode "locks/$tok.lock")" = "65534 660" ] || fail "lock of tokenizer.json (made by B's shim): $(mode "locks/$tok.lock")"
 [ "$(mode "locks/$cfg.lock")" = "65533 660" ] || fail "lock of config.json: $(mode "locks/$cfg.lock")"
-[ "$(mode mounts/ancestors/models/org)" = "65534 2770" ] || fail "mounts/ancestors/models/org: $(mode mounts/ancestors/models/org)"
+[ "$(mode mounts/ancestors/models/org)" = "65534 3770" ] || fail "mounts/ancestors/models/org: $(mode mounts/ancestors/models/org)"
 for b in "$HFS3_CACHE_DIR"/blobs/*; do
   [ "$(stat -c %a "$b")" = 440 ] || fail "blob $b: mode $(stat -c %a "$b")"
 done
