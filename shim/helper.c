@@ -175,11 +175,11 @@ static int lock_open(const char *path)
 {
     mode_t mode = sh_cache_shared() ? 0660 : 0600;
     __atomic_add_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
-    int fd = sh_r.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+    int fd = sh_cache_open(path, O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd >= 0)
         (void)REAL(fchmod, int (*)(int, mode_t))(fd, mode);
     else if (errno == EEXIST)
-        fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        fd = sh_cache_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     int e = errno;
     struct stat st;
     if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
@@ -219,7 +219,7 @@ static long long progress(const char *tmpdir, const char *sha)
 {
     if (!tmpdir || !sha)
         return -1;
-    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = sh_cache_open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dfd < 0)
         return -1;
     SH_SCRATCH(t);
@@ -252,7 +252,7 @@ static long long progress(const char *tmpdir, const char *sha)
  * until it is done). Scratch buffers only: one for the directory, one for the file, one as the ranges' bitmap. */
 static long long bytes_so_far(const char *tmpdir, const char *sha)
 {
-    int dfd = sh_r.open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = sh_cache_open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dfd < 0)
         return -1;
     SH_SCRATCH(t);
@@ -607,10 +607,59 @@ int sh_mkdirs_why(const char *path, char *failed, size_t fn)
     return rc;
 }
 
+/* open(path, flags | O_NOFOLLOW, mode) of a file under CACHE, reached one directory at a time from the
+ * cache's descriptor: every directory on the way opened openat(O_DIRECTORY|O_NOFOLLOW) and checked by dir_ok,
+ * so a directory another member renamed away and replaced, or a symlink planted for one, is never walked
+ * through. A path outside CACHE is opened as it is (O_NOFOLLOW). fd, or -1 with errno (EPERM: a directory
+ * the rules refuse, logged once per call). Nothing is created but the final file (flags' O_CREAT). */
+int sh_cache_open(const char *path, int flags, mode_t mode)
+{
+    size_t cl = strlen(sh_cache), n = strlen(path);
+    if (!sh_cache[0] || n <= cl || n >= SH_SCR || strncmp(path, sh_cache, cl) || path[cl] != '/')
+        return sh_r.open(path, flags | O_NOFOLLOW, mode);
+    int shared = sh_cache_shared();
+    SH_SCRATCH(t);
+    char *b = t->a;
+    memcpy(b, path + cl + 1, n - cl);
+    int dfd = sh_r.open(sh_cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    char *name = b, *slash;
+    while ((slash = strchr(name, '/')) != NULL) {
+        *slash = 0;
+        if (!*name || !strcmp(name, ".")) {
+            name = slash + 1;
+            continue;
+        }
+        struct stat st;
+        int fd = sh_r.openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int e = errno;
+        if (fd >= 0 && (sh_r.fstat(fd, &st) < 0 || !dir_ok(&st, shared))) {
+            sh_log(0, "%s/%s: a directory of another user or writable by others (mode %04o): not trusted, "
+                   "not used", sh_cache, b, (unsigned)(st.st_mode & 07777));
+            sh_r.close(fd);
+            fd = -1;
+            e = EPERM;
+        }
+        sh_r.close(dfd);
+        if (fd < 0) {
+            errno = e;
+            return -1;
+        }
+        dfd = fd;
+        name = slash + 1;
+    }
+    int fd = sh_r.openat(dfd, name, flags | O_NOFOLLOW, mode);
+    int e = errno;
+    sh_r.close(dfd);
+    errno = e;
+    return fd;
+}
+
 void sh_read_line(const char *path, char *out, size_t n)
 {
     out[0] = 0;
-    int fd = sh_r.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = sh_cache_open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0)
         return;
     if (!sh_trusted_file(fd, path)) {

@@ -135,7 +135,7 @@ static void load(struct sh_mount *m)
         /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
     }
     m->broken = 1;
-    int fd = sh_r.open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     int refused = fd < 0 && errno == ELOOP;
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);

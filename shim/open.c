@@ -210,12 +210,12 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             return rc;
         /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
          * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
-        fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | keep);
+        fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
         if (fd < 0 && errno == ENOENT && !sh_offline && !sh_in_vfork()) {
             /* removed between the check and the open (a gc making room): fetch it once more */
             if ((rc = ensure_blob(m, e, rp, SH_SCR, 1)) < 0)
                 return rc;
-            fd = sh_r.open(rp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | keep);
+            fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
         }
         if (fd < 0 && errno == ELOOP) {
             sh_log(0, "%s: a symlink: not trusted, not read", rp);

@@ -243,6 +243,8 @@ struct sh_lockjob {
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
+/* open of a file under CACHE, every directory on the way reached from the checked cache descriptor (helper.c) */
+int sh_cache_open(const char *path, int flags, mode_t mode);
 /* sh_mkdirs, and the directory whose mkdir failed in failed[n] (empty when none did) */
 int sh_mkdirs_why(const char *path, char *failed, size_t n);
 /* the errno of the mkdir that kept the cache from being created (*dir: which), or 0 */

@@ -13,6 +13,12 @@ mkdir -p "$WORK/p"
 head -c $((4 << 20)) /dev/urandom >"$WORK/p/big.bin"
 head -c $((1536 << 10)) /dev/urandom >"$WORK/p/one.bin"
 fetch_publish "$WORK/p" s3test:models/p
+# without chunk digests (8 MiB chunks make every range one chunk): big.bin is then fetched as 2 ranges of 2 MiB,
+# and only a file of more than one range has the .done sidecar that progress lines read
+"$HFS3_BIN" show --json s3test:models/p |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("chunk_size", None); [e.pop("chunks", None) for e in d["entries"]]; json.dump(d, sys.stdout)' \
+  >"$WORK/p.json" || fail "manifest without chunk digests"
+rclone copyto "$WORK/p.json" s3test:models/p/.hfs3/manifest.json || fail "upload the manifest"
 export HFS3_CACHE_DIR=$WORK/cache HFS3_HELPER=$HFS3_BIN HFS3_PREFETCH=0 HFS3_STALL_TIMEOUT=2
 unset HFS3_OFFLINE
 M=$WORK/mnt/p
@@ -51,6 +57,12 @@ grep -Eq "^hfs3: $M/big.bin: fetched in [0-9.]+ s" "$WORK/info.err" || fail "inf
 # stalled: every GET of hang.bin is read and never answered; the shim gives up after ~2 s
 head -c $((3 << 20)) /dev/urandom >"$WORK/p/hang.bin"
 fetch_publish "$WORK/p" s3test:models/p
+# without chunk digests (8 MiB chunks make every range one chunk): big.bin is then fetched as 2 ranges of 2 MiB,
+# and only a file of more than one range has the .done sidecar that progress lines read
+"$HFS3_BIN" show --json s3test:models/p |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("chunk_size", None); [e.pop("chunks", None) for e in d["entries"]]; json.dump(d, sys.stdout)' \
+  >"$WORK/p.json" || fail "manifest without chunk digests"
+rclone copyto "$WORK/p.json" s3test:models/p/.hfs3/manifest.json || fail "upload the manifest"
 start_proxy stuck 0 "--hang-first 20 --match hang.bin"
 start=$(date +%s)
 rc=0
