@@ -4,7 +4,7 @@
 # of each kind were injected: a flipped byte, a connection reset mid-body (cut), a body closed early (truncate),
 # a body that stalls with the connection open (stall, HFS3_LOW_SPEED_TIME=1), 500 InternalError and 503 SlowDown;
 # the server killed (-9) and restarted STRESS_FAULTS times under running loads; STRESS_KILLS (20) `kill -9`s of
-# the helper at random moments; and a full disk (tmpfs, as root). Prints one table: faults injected, loads
+# the helper at random moments; a full disk (tmpfs, as root); and every shared-cache attack (t_cache_attacks). Prints one table: faults injected, loads
 # started, completed, failed, and wrong bytes served (bytes in the cache that differ from the model: must be 0).
 # Exit 1 when a wrong byte was served, a load failed where it must heal, or a check of the kill trials failed.
 # Run as root (the disk-full part mounts a tmpfs in the work dir and unmounts it).
@@ -153,6 +153,19 @@ if [ "$(id -u)" = 0 ]; then
   [ "$WRONG" = 0 ] || bad=1
 fi
 
+# every shared-cache attack of issue 7 section 1 (tests/e2e/t_cache_attacks.sh: users B and C, as real uids,
+# against A's helper and A's program under the shim): each "ok:" line is an attack or variant refused
+ATKWORK=$WORK/attacks
+mkdir -p "$ATKWORK"
+if WORK=$ATKWORK HFS3_SHIM=${HFS3_SHIM:-$ROOT/$BUILD/lib/libhfs3shim.so} bash "$ROOT/tests/e2e/t_cache_attacks.sh" \
+     >"$WORK/attacks.log" 2>&1; then
+  ATKNOTE="shared-cache attacks (t_cache_attacks, real uids): $(grep -c '^ok:' "$WORK/attacks.log") cases, 0 succeeded"
+  grep -q '^SKIP' "$WORK/attacks.log" && ATKNOTE="shared-cache attacks: skipped ($(grep -m1 '^SKIP' "$WORK/attacks.log"))"
+else
+  ATKNOTE="shared-cache attacks: FAILED (an attack succeeded or a check failed): $(grep -m1 '^not ok' "$WORK/attacks.log")"
+  bad=1
+fi
+
 echo
 echo "hfs3 stress: model $model_bytes bytes (4 files, 8 MiB chunk digests), $HFS3_CONNECTIONS connections, $(date -u +%F)"
 echo "| fault                              | faults | loads | completed | failed | wrong bytes |"
@@ -160,5 +173,6 @@ echo "|------------------------------------|--------|-------|-----------|-------
 printf '%s\n' "${ROWS[@]}"
 echo "$KILLNOTE"
 echo "$DISKNOTE"
+echo "$ATKNOTE"
 [ "$bad" = 0 ] && echo "stress: ok" || echo "stress: FAILED"
 [ "$bad" = 0 ]
