@@ -169,7 +169,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         sh_anc_path(l->path, rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -ENOENT;
-        fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
+        fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
         sh_fd_set(fd, FD_ANC, l->m, 0);
@@ -189,7 +189,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -EIO;
-        fd = sh_r.open(rp, O_RDONLY | O_DIRECTORY | keep);
+        fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
         sh_fd_set(fd, FD_DIR, l->m, e);
@@ -204,7 +204,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         sh_tree_path(m, sh_epath(m, m->ents[e].parent), rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -EIO;
-        fd = sh_r.open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC));
+        fd = sh_cache_open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC), 0);
     } else {
         if ((rc = ensure_blob(m, e, rp, SH_SCR, 0)) < 0)
             return rc;
