@@ -317,21 +317,6 @@ int hfs3_cache_mktemp(int dirfd, const char *stem, const char *suffix, char *nam
     return hfs3_err(-EEXIST, "cache: %s: no free temp name for %s", dpath, stem);
 }
 
-static int write_all(int fd, const void *data, size_t n)
-{
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int hfs3_cache_write_atomic(int dirfd, const char *name, const void *data, size_t n, mode_t mode,
                             const char *dpath)
 {
@@ -341,7 +326,7 @@ int hfs3_cache_write_atomic(int dirfd, const char *name, const void *data, size_
     int fd = hfs3_cache_mktemp(dirfd, stem, NULL, tmp, sizeof tmp, dpath);
     if (fd < 0)
         return fd;
-    int rc = write_all(fd, data, n);
+    int rc = hfs3_write_all(fd, data, n);
     /* the final mode before the rename: a reader never sees a file its group cannot open */
     if (rc == 0 && (fchmod(fd, mode) < 0 || fsync(fd) < 0))
         rc = -errno;

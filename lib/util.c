@@ -354,7 +354,7 @@ static int random_suffix(char out[17])
     return 0;
 }
 
-static int write_all(int fd, const void *data, size_t n)
+int hfs3_write_all(int fd, const void *data, size_t n)
 {
     const char *p = data;
     while (n) {
@@ -388,7 +388,7 @@ int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int 
     /* only a file this call created is ever fchmod-ed */
     if (exact)
         (void)fchmod(fd, (mode_t)mode);
-    int rc = write_all(fd, data, n);
+    int rc = hfs3_write_all(fd, data, n);
     if (rc < 0) {
         close(fd);
         unlink(tmp);
@@ -440,7 +440,7 @@ int hfs3_write_output(const char *path, const void *data, size_t n, int mode)
     int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return hfs3_err(-errno, "%s: %s", path, strerror(errno));
-    int rc = write_all(fd, data, n);
+    int rc = hfs3_write_all(fd, data, n);
     if (close(fd) < 0 && rc == 0 && errno != EINTR)
         rc = -errno;
     if (rc < 0)

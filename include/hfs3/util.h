@@ -73,6 +73,8 @@ int hfs3_create_file(const char *path, int flags, int mode, int exact);
 int hfs3_write_file_atomic(const char *path, const void *data, size_t n, int mode);
 /* The same; with exact set the file gets exactly mode, as with hfs3_create_file. */
 int hfs3_write_file_atomic_ex(const char *path, const void *data, size_t n, int mode, int exact);
+/* write(2) until all n bytes are out (EINTR retried). 0 or -errno. */
+int hfs3_write_all(int fd, const void *data, size_t n);
 /* Writes a user-named output (build -o FILE): a regular file or a new name is replaced atomically (through
  * a symlink, the file it names); a character device, FIFO or socket is written in place and never replaced;
  * a directory is refused. */
