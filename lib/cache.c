@@ -3,6 +3,7 @@
  * and the refresh of a mount's manifest + index (`_index`). How files inside are opened and created is
  * cachefs.c's; fetching blobs fetch.c's; the index format index.c's; HTTP s3.c's. */
 #include "hfs3/cache.h"
+#include "hfs3/hub.h"
 #include "hfs3/gc.h"
 
 #include <errno.h>
@@ -430,6 +431,31 @@ static int ts_ge(const struct timespec *a, const struct timespec *b)
     return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 }
 
+/* The manifest of r is missing (404): a hub prefix (include/hfs3/hub.h) has repository folders instead. 1 when
+ * it is one (its list installed as mfd's "repos"), 0 when not (the 404's message kept), or an error. */
+static int hub_detect(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir)
+{
+    char *why = hfs3_strdup(hfs3_errmsg());
+    char **names = NULL;
+    size_t n = 0;
+    int has_manifest = 0;
+    int rc = hfs3_hub_list(r, &names, &n, &has_manifest);
+    if (rc == 0 && n > 0 && !has_manifest) {
+        rc = hfs3_hub_install(c, mfd, mdir, names, n);
+        if (rc == 0) {
+            hfs3_debug("%s: a hub of %zu repositories", r->spec, n);
+            rc = 1;
+        }
+    } else {
+        /* not a hub (or the listing failed): the missing manifest is what to report */
+        hfs3_err(-ENOENT, "%s", why ? why : "no manifest");
+        rc = 0;
+    }
+    hfs3_hub_names_free(names, n);
+    free(why);
+    return rc;
+}
+
 /* The network half of a refresh: GET (If-None-Match when use_cached) and install into the mount directory
  * mfd (path mdir). 0, or an error with its message. */
 static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int use_cached)
@@ -457,8 +483,14 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     }
     if ((rc = hfs3_s3_new(r, NULL, &s3)) < 0)
         goto wrap;
-    if ((rc = hfs3_s3_get_buf(s3, key, HFS3_MAX_DOC, &doc, &g)) < 0)
+    if ((rc = hfs3_s3_get_buf(s3, key, HFS3_MAX_DOC, &doc, &g)) < 0) {
+        int hub = rc == -ENOENT ? hub_detect(c, r, mfd, mdir) : 0;
+        if (hub == 1)
+            rc = 0;
+        if (hub)
+            goto out;
         goto wrap;
+    }
     if (g.not_modified) {
         /* Not modified: reinstall the index from the cached document rather than just touching it. That
          * heals an index damaged on disk (the shim refuses an invalid one, and would otherwise keep failing
@@ -498,6 +530,7 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     }
     if ((rc = hfs3_index_install_at(m, c, mfd, mdir)) < 0)
         goto wrap;
+    unlinkat(mfd, "repos", 0);   /* it was a hub before */
     hfs3_debug("%s: manifest installed (%zu entries)", r->spec, m->n);
     goto out;
 wrap:
@@ -526,8 +559,14 @@ static int cached_state(const hfs3_cache *c, int mfd, const char *mdir, struct s
     int rd = hfs3_cache_stat(c, mfd, "manifest.json", &st_doc, mdir);
     if (rd < 0 && rd != -ENOENT)
         return rd;
-    if (ri < 0 || rd < 0)
-        return 0;
+    if (ri < 0 || rd < 0) {
+        /* a hub: its repository list stands for the index (include/hfs3/hub.h) */
+        int rr = hfs3_cache_stat(c, mfd, "repos", index_st, mdir);
+        if (rr < 0)
+            return rr == -ENOENT ? 0 : rr;
+        *foreign_out = c->verify_foreign && foreign(c, index_st);
+        return 1;
+    }
     *foreign_out = c->verify_foreign && (foreign(c, index_st) || foreign(c, &st_doc));
     return 1;
 }

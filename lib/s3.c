@@ -971,24 +971,27 @@ static int to_page(void *ud, const void *data, size_t n)
                         : rc ? hfs3_err(rc, "s3: out of memory") : 0;
 }
 
-int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out)
+/* Every page of a ListObjectsV2 of prefix; with delim, the CommonPrefixes go to prefixes. */
+static int list_pages(hfs3_s3 *c, const char *prefix, const char *delim, hfs3_s3_list *out, hfs3_s3_list *prefixes)
 {
     if (!prefix)
         prefix = "";
     char *what = what_of(c, prefix);
     if (!what)
         return hfs3_err(-ENOMEM, "s3: out of memory");
-    size_t first = out->n;
+    size_t first = out->n, pfirst = prefixes ? prefixes->n : 0;
     char *token = NULL, maxk[24];
     hfs3_buf page;
     hfs3_buf_init(&page, LIST_PAGE_MAX);
     int rc = 0, npages = 0;
     snprintf(maxk, sizeof maxk, "%d", c->o.list_max_keys);
     for (;;) {
-        hfs3_kv qv[4];
+        hfs3_kv qv[5];
         size_t nq = 0;
         if (token)
             qv[nq++] = (hfs3_kv){"continuation-token", token};
+        if (delim)
+            qv[nq++] = (hfs3_kv){"delimiter", delim};
         qv[nq++] = (hfs3_kv){"list-type", "2"};
         if (c->o.list_max_keys > 0)
             qv[nq++] = (hfs3_kv){"max-keys", maxk};
@@ -1003,7 +1006,7 @@ int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out)
             break;
         int truncated = 0;
         char *next = NULL;
-        rc = hfs3_s3xml_parse_list(hfs3_buf_str(&page), page.len, out, &truncated, &next);
+        rc = hfs3_s3xml_parse_list_dir(hfs3_buf_str(&page), page.len, out, prefixes, &truncated, &next);
         hfs3_buf_free(&page);
         if (rc) {
             rc = hfs3_err_wrap(rc, "s3: LIST %s: page %d", what, npages + 1);
@@ -1026,7 +1029,21 @@ int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out)
         for (size_t i = first; i < out->n; i++)
             hfs3_s3_object_free(&out->v[i]);
         out->n = first;
+        for (size_t i = pfirst; prefixes && i < prefixes->n; i++)
+            hfs3_s3_object_free(&prefixes->v[i]);
+        if (prefixes)
+            prefixes->n = pfirst;
     }
     free(what);
     return rc;
+}
+
+int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out)
+{
+    return list_pages(c, prefix, NULL, out, NULL);
+}
+
+int hfs3_s3_list_dir(hfs3_s3 *c, const char *prefix, hfs3_s3_list *objects, hfs3_s3_list *prefixes)
+{
+    return list_pages(c, prefix, "/", objects, prefixes);
 }

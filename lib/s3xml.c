@@ -35,7 +35,7 @@ void hfs3_s3_list_free(hfs3_s3_list *l)
 }
 
 /* Which element's text we are collecting. */
-enum { F_NONE, F_KEY, F_SIZE, F_ETAG, F_MTIME, F_TRUNC, F_TOKEN, F_CODE, F_MESSAGE };
+enum { F_NONE, F_KEY, F_SIZE, F_ETAG, F_MTIME, F_TRUNC, F_TOKEN, F_CODE, F_MESSAGE, F_PREFIX };
 
 typedef struct xparse {
     XML_Parser p;
@@ -48,7 +48,8 @@ typedef struct xparse {
     hfs3_buf text;
     /* list state */
     hfs3_s3_list *out;
-    int in_contents;
+    hfs3_s3_list *prefixes;    /* <CommonPrefixes><Prefix> (a delimiter listing), or NULL: ignored */
+    int in_contents, in_prefixes;
     hfs3_s3_object cur;
     int have_key, have_size;
     int truncated;
@@ -78,6 +79,8 @@ static void xfail(xparse *x, int code, const char *fmt, const char *arg)
 
 static int list_field(int depth, int in_contents, const char *n)
 {
+    if (depth == 3 && in_contents == 2)
+        return !strcmp(n, "Prefix") ? F_PREFIX : F_NONE;
     if (depth == 3 && in_contents) {
         if (!strcmp(n, "Key"))
             return F_KEY;
@@ -124,7 +127,11 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
             x->have_key = x->have_size = 0;
             return;
         }
-        x->field = list_field(x->depth, x->in_contents, n);
+        if (x->depth == 2 && x->prefixes && !strcmp(n, "CommonPrefixes")) {
+            x->in_prefixes = 1;
+            return;
+        }
+        x->field = list_field(x->depth, x->in_prefixes ? 2 : x->in_contents, n);
     } else if (x->depth == 2) {
         if (!strcmp(n, "Code"))
             x->field = F_CODE;
@@ -168,6 +175,21 @@ static char *take_text(xparse *x)
     if (!s)
         xfail(x, -ENOMEM, "%s", "out of memory");
     return s;
+}
+
+static int list_push(hfs3_s3_list *l, hfs3_s3_object *o)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        hfs3_s3_object *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *o;
+    memset(o, 0, sizeof *o);
+    return 0;
 }
 
 static void end_field(xparse *x)
@@ -222,6 +244,19 @@ static void end_field(xparse *x)
             x->token = s;
         }
         break;
+    case F_PREFIX:
+        if (!*t) {
+            xfail(x, -EINVAL, "%s", "<Prefix> of <CommonPrefixes> is empty");
+            break;
+        }
+        if ((s = take_text(x))) {
+            hfs3_s3_object o = {.key = s};
+            if (list_push(x->prefixes, &o)) {
+                free(s);
+                xfail(x, -ENOMEM, "%s", "out of memory");
+            }
+        }
+        break;
     case F_CODE:
         if ((s = take_text(x))) {
             free(x->code);
@@ -237,20 +272,6 @@ static void end_field(xparse *x)
     }
 }
 
-static int list_push(hfs3_s3_list *l, hfs3_s3_object *o)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        hfs3_s3_object *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *o;
-    memset(o, 0, sizeof *o);
-    return 0;
-}
 
 static void XMLCALL on_end(void *ud, const XML_Char *name)
 {
@@ -261,6 +282,10 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
     if (x->field != F_NONE) {
         end_field(x);
         x->field = F_NONE;
+        return;
+    }
+    if (depth == 2 && x->in_prefixes) {
+        x->in_prefixes = 0;
         return;
     }
     if (x->out && depth == 2 && x->in_contents) {
@@ -329,12 +354,19 @@ static int run_parser(xparse *x, const char *xml, size_t n)
 
 int hfs3_s3xml_parse_list(const char *xml, size_t n, hfs3_s3_list *out, int *truncated, char **next_token)
 {
+    return hfs3_s3xml_parse_list_dir(xml, n, out, NULL, truncated, next_token);
+}
+
+int hfs3_s3xml_parse_list_dir(const char *xml, size_t n, hfs3_s3_list *out, hfs3_s3_list *prefixes,
+                              int *truncated, char **next_token)
+{
     xparse x;
     memset(&x, 0, sizeof x);
     x.what = "ListObjectsV2";
     x.root = "ListBucketResult";
     x.out = out;
-    size_t first = out->n;
+    x.prefixes = prefixes;
+    size_t first = out->n, pfirst = prefixes ? prefixes->n : 0;
     int rc = run_parser(&x, xml, n);
     hfs3_s3_object_free(&x.cur);
     if (rc) {
@@ -342,6 +374,10 @@ int hfs3_s3xml_parse_list(const char *xml, size_t n, hfs3_s3_list *out, int *tru
         for (size_t i = first; i < out->n; i++)
             hfs3_s3_object_free(&out->v[i]);
         out->n = first;
+        for (size_t i = pfirst; prefixes && i < prefixes->n; i++)
+            hfs3_s3_object_free(&prefixes->v[i]);
+        if (prefixes)
+            prefixes->n = pfirst;
         free(x.token);
         return rc;
     }

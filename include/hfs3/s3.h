@@ -45,6 +45,9 @@ void hfs3_s3_free(hfs3_s3 *c);
  * ListObjectsV2 (continuation tokens), appended to *out in listing order.
  * (Named _objects, not hfs3_s3_list: in C a function cannot share its name with the typedef.) */
 int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out);
+/* One level under prefix (delimiter "/", all pages): the objects directly under it to objects, the
+ * "folders" (CommonPrefixes, each ending in '/', as keys with nothing else set) to prefixes. */
+int hfs3_s3_list_dir(hfs3_s3 *c, const char *prefix, hfs3_s3_list *objects, hfs3_s3_list *prefixes);
 void hfs3_s3_list_free(hfs3_s3_list *l);
 void hfs3_s3_object_free(hfs3_s3_object *o);   /* frees the members, not o */
 

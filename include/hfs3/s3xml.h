@@ -11,6 +11,10 @@
  * *next_token (malloc'd or NULL) NextContinuationToken. -EINVAL (message says where) on malformed XML,
  * a missing Key/Size, or a Size that is not a whole number below 2^53. */
 int hfs3_s3xml_parse_list(const char *xml, size_t n, hfs3_s3_list *out, int *truncated, char **next_token);
+/* The same, and each <CommonPrefixes><Prefix> of a delimiter listing appended to prefixes (as an object with
+ * only its key set; prefixes may be NULL: ignored). On failure neither list keeps anything of this page. */
+int hfs3_s3xml_parse_list_dir(const char *xml, size_t n, hfs3_s3_list *out, hfs3_s3_list *prefixes,
+                              int *truncated, char **next_token);
 
 /* Extracts Code and Message of an <Error> document (each malloc'd, NULL when absent).
  * -EINVAL when the body is not such a document. */
