@@ -1,5 +1,6 @@
 /* cmd_build.c - `hfs3-manifest build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE`:
- * parses arguments, calls hfs3_build and hfs3_publish, prints the summary. */
+ * parses arguments, calls hfs3_build and hfs3_publish, prints the summary. `build --all HUB`: the same for
+ * every repository folder under a hub prefix (include/hfs3/hub.h), skipping the unchanged ones. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -9,23 +10,97 @@
 #include "cmds.h"
 #include "hfs3/builder.h"
 #include "hfs3/explain.h"
+#include "hfs3/hub.h"
+
+/* build --all: one line per repository on stdout ("NAME: built ...", "NAME: unchanged", "NAME: failed: why"),
+ * the failures also on stderr; then "HUB: N repositories: B built, U unchanged, F failed". 0, or 1 when any
+ * failed (or none was found). */
+static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int has_manifest = 0;
+    int rc = hfs3_hub_list(hub, &names, &n, &has_manifest);
+    if (rc < 0) {
+        cmd_err("%s", (hfs3_explain_s3(hub, NULL, rc), hfs3_errmsg()));
+        return 1;
+    }
+    if (n == 0) {
+        cmd_err("%s: no repository folders (models--*, datasets--*, spaces--*) under s3://%s/%s", hub->spec,
+                hub->bucket, hub->prefix);
+        return 1;
+    }
+    size_t built = 0, same = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *spec = hfs3_hub_repo_spec(hub->spec, names[i]);
+        hfs3_remote *r = spec ? cmd_remote(spec) : NULL;
+        hfs3_manifest *m = NULL;
+        hfs3_buf problems;
+        hfs3_buf_init(&problems, 0);
+        int unchanged = 0, written = 0;
+        hfs3_build_stats st;
+        if (!r) {
+            rc = -EINVAL;
+        } else if ((rc = hfs3_hub_repo_unchanged(r, o->layout, &unchanged)) == 0 && !unchanged &&
+                   (rc = hfs3_build(r, o, &m, &problems, &st)) == 0) {
+            rc = hfs3_publish(r, m, &written);
+        }
+        cmd_progress_end();
+        if (rc < 0) {
+            char why[1024];
+            if (problems.len) {
+                /* the first problem names the key; all of them go to stderr */
+                fprintf(stderr, "%s", hfs3_buf_str(&problems));
+                snprintf(why, sizeof why, "%.*s", (int)strcspn(hfs3_buf_str(&problems), "\n"), hfs3_buf_str(&problems));
+            } else {
+                if (r)
+                    hfs3_explain_s3(r, NULL, rc);
+                snprintf(why, sizeof why, "%s", r ? hfs3_errmsg() : "not a valid REMOTE");
+            }
+            printf("%s: failed: %s\n", names[i], why);
+            cmd_err("%s: %s", spec ? spec : names[i], why);
+            failed++;
+        } else if (unchanged) {
+            printf("%s: unchanged\n", names[i]);
+            same++;
+        } else {
+            size_t files, dirs, links;
+            uint64_t bytes;
+            hfs3_manifest_counts(m, &files, &dirs, &links, &bytes);
+            printf("%s: built (%s): %zu files, %zu directories, %zu symlinks, %llu bytes; %s\n", names[i],
+                   m->layout, files, dirs, links, (unsigned long long)bytes,
+                   written ? "written" : "manifest unchanged");
+            built++;
+        }
+        fflush(stdout);
+        hfs3_buf_free(&problems);
+        hfs3_manifest_free(m);
+        hfs3_remote_free(r);
+        free(spec);
+    }
+    printf("%s: %zu repositories: %zu built, %zu unchanged, %zu failed\n", hub->spec, n, built, same, failed);
+    hfs3_hub_names_free(names, n);
+    return failed ? 1 : 0;
+}
 
 int cmd_build(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"local", required_argument, NULL, 'l'}, {"layout", required_argument, NULL, 'L'},
         {"dry-run", no_argument, NULL, 'n'},     {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},        {0, 0, 0, 0},
+        {"help", no_argument, NULL, 'h'},        {"all", no_argument, NULL, 'a'},
+        {0, 0, 0, 0},
     };
     hfs3_build_opts o = {.layout = "auto"};
     const char *output = NULL;
-    int dry = 0, c;
+    int dry = 0, all = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l': o.local_dir = optarg; break;
         case 'L': o.layout = optarg; break;
         case 'n': dry = 1; break;
+        case 'a': all = 1; break;
         case 'o': output = optarg; break;
         case 'h': cmd_help("build"); return 0;
         default: cmd_usage("build"); return 2;
@@ -43,11 +118,20 @@ int cmd_build(int argc, char **argv)
         cmd_err("--layout must be auto, flat or hf-cache, not '%s'", o.layout);
         return 2;
     }
+    if (all && (dry || output || o.local_dir)) {
+        cmd_err("--all builds and writes each repository's manifest: --dry-run, -o and --local do not apply");
+        return 2;
+    }
     hfs3_remote *r = cmd_remote(argv[optind]);
     if (!r)
         return 2;
     if (cmd_progress_wanted()) {
         o.progress = cmd_progress;
+    }
+    if (all) {
+        int st = build_all(r, &o);
+        hfs3_remote_free(r);
+        return st;
     }
     int to_stdout = dry || (output && !strcmp(output, "-"));
     FILE *summary = to_stdout ? stderr : stdout;

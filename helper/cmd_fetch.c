@@ -18,6 +18,8 @@
 #include "hfs3/config.h"
 #include "hfs3/explain.h"
 #include "hfs3/fetch.h"
+#include "hfs3/gc.h"
+#include "hfs3/hub.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
 #include "hfs3/util.h"
@@ -384,33 +386,26 @@ static void progress_bytes(void *ud, uint64_t n)
     progress_draw(p, 0);
 }
 
-int cmd_fetch(int argc, char **argv)
+/* Fetches one mount's manifest and files; one summary line. 0, 1 (a file or the manifest failed). */
+static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hub)
 {
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        cmd_help("fetch");
-        return 0;
-    }
-    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
-        if (argc == 2 || (argc > 2 && argv[1][0] == '-'))
-            cmd_err("unknown option '%s'", argv[1]);
-        else
-            cmd_err(argc < 2 ? "REMOTE missing" : "one REMOTE expected");
-        cmd_usage("fetch");
-        return 2;
-    }
-    const char *spec = argv[1];
-    hfs3_remote *r = cmd_remote(spec);
-    if (!r)
-        return 2;
-    hfs3_cache *c = NULL;
     hfs3_manifest *m = NULL;
     size_t *order = NULL, n = 0;
     int status = 1;
     double t0 = hfs3_now();
-    if ((status = open_cache(&c)) != 0)
+    if (hfs3_mount_refresh(c, r, -1, NULL) < 0) {
+        errline(hfs3_errmsg());
         goto out;
-    status = 1;
-    if (hfs3_mount_refresh(c, r, -1, NULL) < 0 || hfs3_mount_load(c, spec, &m) < 0) {
+    }
+    if (hfs3_mount_load(c, spec, &m) < 0) {
+        char **names = NULL;
+        size_t nn = 0;
+        if (is_hub && hfs3_hub_load(c, spec, &names, &nn) == 0) {
+            hfs3_hub_names_free(names, nn);
+            *is_hub = 1;
+            status = 0;
+            goto out;
+        }
         errline(hfs3_errmsg());
         goto out;
     }
@@ -447,6 +442,7 @@ int cmd_fetch(int argc, char **argv)
     double secs = hfs3_now() - t0;
     printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s, "
            "%zu failed\n", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
+    fflush(stdout);
     if (failed)
         cmd_err("%s: %zu of %zu files failed (each named above); run the same command again to retry them", spec,
                 failed, n);
@@ -454,6 +450,157 @@ int cmd_fetch(int argc, char **argv)
 out:
     free(order);
     hfs3_manifest_free(m);
+    return status;
+}
+
+/* A repository inside a hub (its last component models--*, ...): the hub's repository list is cached too, so a
+ * hub mount of the parent works with HFS3_OFFLINE=1 after this fetch. Quiet when the parent is no hub. */
+static void note_parent_hub(hfs3_cache *c, const hfs3_remote *r)
+{
+    const char *slash = strrchr(r->prefix, '/'), *last = slash ? slash + 1 : r->prefix;
+    if (!*last || !hfs3_hub_name_ok(last))
+        return;
+    size_t n = strlen(r->spec);
+    while (n > 0 && r->spec[n - 1] == '/')
+        n--;
+    while (n > 0 && r->spec[n - 1] != '/' && r->spec[n - 1] != ':')
+        n--;
+    char *parent = hfs3_strndup(r->spec, n);
+    hfs3_remote *pr = NULL;
+    if (parent && hfs3_remote_parse(parent, &pr) == 0) {
+        char **names = NULL;
+        size_t nn = 0;
+        int has_manifest = 0;
+        /* only a hub: a parent that is not one gets no cache entry */
+        if (hfs3_hub_list(pr, &names, &nn, &has_manifest) == 0 && nn && !has_manifest) {
+            char *mdir = NULL;
+            int mfd = hfs3_cache_mount_dir(c, pr->spec, 1, &mdir);
+            int fd = -1;
+            if (mfd >= 0 && hfs3_cache_lock(c, mfd, "lock", mdir, 0, &fd, NULL) == 0 &&
+                hfs3_hub_install(c, mfd, mdir, names, nn) == 0) {
+                unlinkat(mfd, "error", 0);
+                hfs3_gc_note_remote(c, mfd, mdir, pr->spec);
+                hfs3_debug("%s: the repository list of the hub %s is cached too", r->spec, pr->spec);
+            }
+            hfs3_cache_unlock(fd);
+            if (mfd >= 0)
+                close(mfd);
+            free(mdir);
+        }
+        hfs3_hub_names_free(names, nn);
+    }
+    hfs3_remote_free(pr);
+    free(parent);
+}
+
+int cmd_fetch(int argc, char **argv)
+{
+    const char *spec = NULL, **repos = NULL;
+    size_t nrepos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            cmd_help("fetch");
+            free(repos);
+            return 0;
+        }
+        const char *val = NULL;
+        if (!strcmp(a, "--repo") && i + 1 < argc)
+            val = argv[++i];
+        else if (!strncmp(a, "--repo=", 7))
+            val = a + 7;
+        if (val) {
+            const char **w = realloc(repos, (nrepos + 1) * sizeof *w);
+            if (!w) {
+                free(repos);
+                errline("out of memory");
+                return 1;
+            }
+            repos = w;
+            repos[nrepos++] = val;
+            if (!hfs3_hub_name_ok(val)) {
+                cmd_err("--repo '%s' is not a repository folder name (models--ORG--NAME, datasets--..., spaces--...)",
+                        val);
+                free(repos);
+                return 2;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            cmd_err(!strcmp(a, "--repo") ? "--repo needs a NAME" : "unknown option '%s'", a);
+            cmd_usage("fetch");
+            free(repos);
+            return 2;
+        }
+        if (spec) {
+            cmd_err("one REMOTE expected");
+            cmd_usage("fetch");
+            free(repos);
+            return 2;
+        }
+        spec = a;
+    }
+    if (!spec) {
+        cmd_err("REMOTE missing");
+        cmd_usage("fetch");
+        free(repos);
+        return 2;
+    }
+    hfs3_remote *r = cmd_remote(spec);
+    if (!r) {
+        free(repos);
+        return 2;
+    }
+    hfs3_cache *c = NULL;
+    int status = 1, is_hub = 0;
+    if ((status = open_cache(&c)) != 0)
+        goto out;
+    status = fetch_one(c, spec, r, &is_hub);
+    if (status == 0 && !is_hub && nrepos) {
+        cmd_err("%s has a manifest of its own, not a hub: --repo does not apply", spec);
+        status = 2;
+    }
+    if (status == 0 && !is_hub && !hfs3_env_bool("HFS3_OFFLINE", 0))
+        note_parent_hub(c, r);
+    if (status == 0 && is_hub) {
+        /* a hub: every repository (or those --repo names), each as its own mount REMOTE/NAME */
+        char **names = NULL;
+        size_t nn = 0;
+        if (hfs3_hub_load(c, spec, &names, &nn) < 0) {
+            errline(hfs3_errmsg());
+            status = 1;
+            goto out;
+        }
+        size_t failed = 0, done = 0;
+        for (size_t k = 0; k < nrepos; k++) {
+            int found = 0;
+            for (size_t i = 0; i < nn && !found; i++)
+                found = !strcmp(names[i], repos[k]);
+            if (!found) {
+                cmd_err("%s: no repository %s under it", spec, repos[k]);
+                failed++;
+            }
+        }
+        for (size_t i = 0; i < nn; i++) {
+            int want = !nrepos;
+            for (size_t k = 0; k < nrepos && !want; k++)
+                want = !strcmp(names[i], repos[k]);
+            if (!want)
+                continue;
+            char *rs = hfs3_hub_repo_spec(spec, names[i]);
+            hfs3_remote *rr = rs ? cmd_remote(rs) : NULL;
+            if (!rr || fetch_one(c, rs, rr, NULL) != 0)
+                failed++;
+            done++;
+            hfs3_remote_free(rr);
+            free(rs);
+        }
+        printf("%s: a hub: %zu repositories fetched, %zu failed\n", spec, done, failed);
+        hfs3_hub_names_free(names, nn);
+        status = failed ? 1 : 0;
+    }
+out:
+    free(repos);
     hfs3_cache_free(c);
     hfs3_remote_free(r);
     return status;

@@ -37,7 +37,7 @@ static const struct {
     const char *usage;
     const char *help;
 } commands[] = {
-    {"build", cmd_build, "build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE",
+    {"build", cmd_build, "build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE | build --all HUB",
      "Lists the prefix and writes its manifest, PREFIX/.hfs3/manifest.json, with one PUT: every file, directory\n"
      "and symlink with size, sha256 and ETag. Prints one summary line on stdout. A rebuild of an unchanged\n"
      "prefix rewrites nothing (the summary says unchanged). Run it again after any change to the prefix.\n\n"
@@ -48,6 +48,10 @@ static const struct {
      "  --layout L          auto (default), flat (a --local-dir download) or hf-cache (models--org--name)\n"
      "  --dry-run           print the manifest on stdout instead of writing it; the summary goes to stderr\n"
      "  -o FILE, --output FILE  write the manifest to FILE (- for stdout) instead of the bucket\n"
+     "  --all               REMOTE is a hub prefix: build the manifest of every repository folder under it\n"
+     "                      (models--*, datasets--*, spaces--*; one delimiter listing), skipping those whose\n"
+     "                      objects still match their manifest (sizes, ETags); one line per repository\n"
+     "                      (built, unchanged, failed), then a count; exit 1 when any failed\n"
      "  -h, --help          this text\n\n"
      "Variables:\n" S3_VARS "\n" EXIT_HELP},
     {"show", cmd_show, "show [--json] REMOTE",
@@ -64,13 +68,18 @@ static const struct {
      "  --deep              also stream every object and compare its sha256\n"
      "  -h, --help          this text\n\n"
      "Variables:\n" S3_VARS "\n" EXIT_HELP},
-    {"fetch", cmd_fetch, "fetch REMOTE",
+    {"fetch", cmd_fetch, "fetch [--repo NAME]... REMOTE",
      "Warms this machine's cache: fetches the manifest and every file of it (shards first), each verified\n"
      "against its sha256 and installed atomically; what is cached already is not fetched again. Prints one\n"
      "summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s; exit 1\n"
      "when any file failed. Progress is shown when stderr is a terminal. A server started later with the same\n"
-     "REMOTE (trailing slashes aside) and the same HFS3_CACHE_DIR can then run with HFS3_OFFLINE=1.\n\n"
+     "REMOTE (trailing slashes aside) and the same HFS3_CACHE_DIR can then run with HFS3_OFFLINE=1.\n"
+     "REMOTE may be a hub prefix (repository folders models--*, datasets--*, spaces--*, each with its own\n"
+     "manifest): then every repository under it is fetched, or only those --repo names. A repository inside a\n"
+     "hub (REMOTE/models--ORG--NAME) also caches the hub's repository list, so that a hub mount of the parent\n"
+     "works offline.\n\n"
      "Options:\n"
+     "  --repo NAME         a hub: fetch only this repository (repeatable)\n"
      "  -h, --help          this text\n\n"
      "Variables:\n" CACHE_VARS S3_VARS "\n" EXIT_HELP},
     {"cache", cmd_cache,

@@ -218,3 +218,39 @@ out:
     free(mkey);
     return rc;
 }
+
+int hfs3_hub_load(const hfs3_cache *c, const char *spec, char ***names, size_t *n)
+{
+    char *mdir = NULL, *text = NULL, **v = NULL;
+    size_t len = 0, nv = 0;
+    *names = NULL;
+    *n = 0;
+    int fd = hfs3_cache_mount_dir(c, spec, 0, &mdir);
+    if (fd < 0)
+        return fd;
+    int rc = hfs3_cache_read(c, fd, "repos", 16u << 20, &text, &len, NULL, mdir);
+    close(fd);
+    for (char *p = text, *nl; rc == 0 && p && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = 0;
+        if (!hfs3_hub_name_ok(p))
+            continue;
+        char **w = realloc(v, (nv + 1) * sizeof *w);
+        if (!w || !(w[nv] = hfs3_strdup(p))) {
+            if (w)
+                v = w;
+            rc = hfs3_err(-ENOMEM, "out of memory");
+            break;
+        }
+        v = w;
+        nv++;
+    }
+    free(text);
+    free(mdir);
+    if (rc < 0) {
+        hfs3_hub_names_free(v, nv);
+        return rc;
+    }
+    *names = v;
+    *n = nv;
+    return 0;
+}

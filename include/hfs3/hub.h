@@ -20,6 +20,9 @@ int hfs3_hub_name_ok(const char *name);
 int hfs3_hub_list(const hfs3_remote *r, char ***names, size_t *n, int *has_manifest);
 void hfs3_hub_names_free(char **names, size_t n);
 
+/* The repository list the last refresh of hub spec cached (mounts/K/repos): -ENOENT when there is none. */
+int hfs3_hub_load(const hfs3_cache *c, const char *spec, char ***names, size_t *n);
+
 /* The REMOTE of repository name inside hub: "<hub without trailing '/'>/<name>" (malloc'd, NULL on OOM). */
 char *hfs3_hub_repo_spec(const char *hub, const char *name);
 
