@@ -69,9 +69,12 @@ static void after_fork_child(void)
 {
     __atomic_store_n(&init_pid, getpid(), __ATOMIC_RELAXED);
     /* a load interrupted by fork in another thread would never finish here: start it again */
-    for (int i = 0; i < sh_nmounts; i++)
+    int nall = sh_nmounts + __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);   /* hub.c's sub-mounts too */
+    for (int i = 0; i < nall && i < sh_nmounts + SH_SUB_MAX; i++) {
         if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
             __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&sh_mounts[i].hub_busy, 0, __ATOMIC_RELEASE);
+    }
     sh_cache_after_fork();
     sh_locks_after_fork();
 }
@@ -122,6 +125,13 @@ static void parse_env(void)
         if (!*end && t >= 0)
             sh_ttl = t;
     }
+    sh_hub_ttl = sh_ttl;
+    if ((v = getenv("HFS3_HUB_TTL")) && *v) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (!*end && t >= 0)
+            sh_hub_ttl = t;
+    }
     if ((v = getenv("HFS3_STALL_TIMEOUT")) && *v) {
         char *end;
         long t = strtol(v, &end, 10);
@@ -135,11 +145,13 @@ static void parse_env(void)
     const char *ms = getenv("HFS3_MOUNTS");
     if (!ms || !*ms)
         return;
-    /* the table: one entry per ';'-separated item at most, mapped once and never freed (no limit but memory) */
+    /* the table: one entry per ';'-separated item at most, then SH_SUB_MAX slots for hubs' repositories (hub.c;
+     * pages are used only when touched), mapped once and never freed (no limit but memory) */
     size_t cap = 1;
     for (const char *q = ms; *q; q++)
         cap += *q == ';';
-    void *tab = mmap(NULL, cap * sizeof *sh_mounts, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *tab = mmap(NULL, (cap + SH_SUB_MAX) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (tab == MAP_FAILED) {
         env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
         return;

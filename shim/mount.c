@@ -53,9 +53,10 @@ static int index_valid(const void *base, size_t len)
 }
 
 struct fresh {
-    const char *index;
+    const char *index;   /* or a hub's repos */
     long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
     const char *dir;  /* CACHE/mounts/<key> */
+    long ttl;
 };
 
 /* HFS3_VERIFY_FOREIGN=1 and dir's index or manifest.json was written by another user (not root) */
@@ -89,7 +90,7 @@ static int index_fresh(const void *arg)
     if (sh_r.stat(f->index, &st) < 0 || index_foreign(f->dir))
         return 0;
     time_t now = time(NULL);
-    return stamp_of(&st) != f->seen || (now - st.st_mtime < sh_ttl && now >= st.st_mtime);
+    return stamp_of(&st) != f->seen || (now - st.st_mtime < f->ttl && now >= st.st_mtime);
 }
 
 static void load(struct sh_mount *m)
@@ -110,6 +111,14 @@ static void load(struct sh_mount *m)
     snprintf(p, SH_SCR, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;
+    long ttl = sh_ttl;
+    if (!have && !m->sub) {   /* a hub (hub.c): its repository list is what ages, by HFS3_HUB_TTL */
+        snprintf(p, SH_SCR, "%s/repos", m->dir);
+        if ((have = sh_r.stat(p, &st) == 0))
+            ttl = sh_hub_ttl;
+        else
+            snprintf(p, SH_SCR, "%s/index", m->dir);
+    }
     time_t now = time(NULL);
     /* HFS3_VERIFY_FOREIGN=1: an index or manifest.json another user (not root) wrote is stale whatever its age:
      * _index fetches the manifest whole and installs this user's own */
@@ -120,12 +129,12 @@ static void load(struct sh_mount *m)
         m->broken = 1;
         return;
     }
-    if ((!have || foreign || now - st.st_mtime >= sh_ttl || now < st.st_mtime) && !sh_offline) {
+    if ((!have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) && !sh_offline) {
         mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
-        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir};
+        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir, ttl};
         struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
         sh_log(2, "%s: refreshing the manifest of %s", m->path, m->remote);
         int rc = sh_run_locked(&j);
@@ -135,6 +144,7 @@ static void load(struct sh_mount *m)
         /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
     }
     m->broken = 1;
+    snprintf(p, SH_SCR, "%s/index", m->dir);
     int fd = sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     int refused = fd < 0 && errno == ELOOP;
     if (refused)
@@ -162,7 +172,9 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused && mkerr < 0 && why[0]) {
+    if (m->broken && !refused && sh_hub_load(m)) {
+        sh_mkdirs(lk);   /* a hub: its root is its skeleton, its repositories sub-mounts */
+    } else if (m->broken && !refused && mkerr < 0 && why[0]) {
         sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
                "create)", m->path, sh_cache, why, strerror(-mkerr));
     } else if (m->broken && !refused) {

@@ -78,6 +78,7 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
             l->kind = L_MNT;
             l->m = i;
             l->rel = l->path + m->len + (l->path[m->len] == '/');
+            sh_hub_classify(l);   /* a hub's repository: its sub-mount (hub.c) */
             return L_MNT;
         }
     }
@@ -112,7 +113,7 @@ static int map_under(const char *real, const char *cache, char *out, size_t outn
         if (!strncmp(r, m->key, 16) && !strncmp(r + 16, "/tree", 5) && (r[21] == '/' || !r[21]))
             return (size_t)snprintf(out, outn, "%s%s", m->path, r + 21) < outn;
     }
-    return 0;
+    return sh_hub_map(r, out, outn);
 }
 
 int sh_map_back(const char *real, char *out, size_t outn)

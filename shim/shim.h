@@ -71,9 +71,18 @@ struct sh_mount {
     const char *strs;
     dev_t dev;                 /* st_dev given to files (the tree's device) */
     time_t mtime;              /* the index's mtime: the time of symlinks, which the manifest does not keep */
+    /* hubs (hub.c): a configured mount loaded as a hub, and the sub-mounts made for its repositories */
+    int hub;                   /* its root lists the repositories of `names` (broken is set too: no index) */
+    void *names;               /* atomic: the current repository list (hub.c's struct sh_names) */
+    long hub_checked;          /* atomic: when the list was last checked against S3 */
+    int hub_busy;              /* atomic: a thread is checking it */
+    int sub;                   /* a repository of hub sh_mounts[hubm] (a slot after the configured mounts) */
+    int hubm;
+    int ready;                 /* atomic: the sub-mount slot is filled in */
 };
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
-extern int sh_nmounts;
+extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
+#define SH_SUB_MAX 8192              /* sub-mount slots (repositories of hubs looked at in one process) */
 extern char sh_cache[SH_PATH];
 
 /* Scratch buffers off the stack (scratch.c): SH_SCRATCH(s) gives s->a .. s->d, given back at the end of the
@@ -256,6 +265,18 @@ void sh_read_line(const char *path, char *out, size_t n);
 /* --- mount.c ------------------------------------------------------------------------------------------- */
 /* 0 once m is loaded (maybe broken); -EAGAIN in a vfork child that finds it not loaded. */
 int sh_mount_get(struct sh_mount *m);
+
+/* --- hub.c: one mount for a whole hub prefix ----------------------------------------------------------- */
+extern long sh_hub_ttl;   /* HFS3_HUB_TTL (default HFS3_MANIFEST_TTL) */
+extern int sh_nsubs;      /* sub-mount slots claimed */
+/* With m's refresh done and no valid index: 1 when its mounts/K/repos makes it a hub (m->hub set). */
+int sh_hub_load(struct sh_mount *m);
+/* l (L_MNT) in a hub's repository: l->m becomes that repository's sub-mount, l->rel the path inside it. */
+void sh_hub_classify(struct sh_loc *l);
+/* The entries of a hub's root: its repositories (after "." and ".."). */
+int sh_hub_list(int hub, int (*fn)(void *, const struct sh_dent *), void *arg);
+/* map_back for CACHE/mounts/<r> that is no configured mount's: a hub repository's skeleton. */
+int sh_hub_map(const char *r, char *out, size_t outn);
 
 /* --- tree.c: answers from the index ------------------------------------------------------------------- */
 const char *sh_epath(const struct sh_mount *m, uint32_t e);

@@ -169,7 +169,7 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
     *mp = m;
     if (m->broken) {
         if (*l->rel)
-            return -EIO;
+            return m->hub ? -ENOENT : -EIO;   /* a hub: a name not in its repository list */
         *e = 0;
         return 1;   /* the root of a broken mount */
     }

@@ -1,0 +1,366 @@
+/* hub.c - one mount for a whole Hugging Face hub prefix (README "One mount for a whole hub"). A configured mount
+ * whose REMOTE has no manifest but repository folders is a hub: the helper's `_index` writes its repository list
+ * to mounts/K/repos (sorted, one name per line). Its root lists those names as directories; each repository is
+ * a sub-mount whose REMOTE is "<hub REMOTE>/<name>" (the same cache entry as a mount configured for it), made
+ * when a path first names it, its manifest loaded by mount.c as any mount's. The list is checked again when
+ * older than HFS3_HUB_TTL, on a listing of the root or a lookup of a repository-like name not in it.
+ *
+ * Sub-mounts live in sh_mounts after the configured ones (init.c reserves SH_SUB_MAX slots, MAP_NORESERVE):
+ * a slot is claimed with one atomic add, filled, marked ready, then published in a hash table of slot numbers
+ * by compare-and-swap. No lock anywhere (a fork in another thread at worst leaves an unused slot), nothing is
+ * written in a vfork child. A list read is published as one pointer; an older one is never unmapped (readers
+ * hold no reference), and a re-read that finds the same bytes keeps the old one. */
+#include "shim.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SH_SUB_HASH (2 * SH_SUB_MAX)
+#define SH_HUB_LIST_MAX (16 << 20)
+
+long sh_hub_ttl = -1;    /* init.c: HFS3_HUB_TTL, else HFS3_MANIFEST_TTL */
+int sh_nsubs;            /* sub-mount slots claimed (some may be unused: ready == 0) */
+static uint32_t sub_hash[SH_SUB_HASH];   /* slot number + 1, 0 empty */
+static int full_logged;
+
+struct sh_names {
+    size_t len;   /* bytes of data: names, each ended by '\n', sorted bytewise */
+    char data[];
+};
+
+static int name_ok(const char *s, size_t n)
+{
+    static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
+    if (n == 0 || n > NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/')
+            return 0;
+    for (int i = 0; i < 3; i++) {
+        size_t k = strlen(kinds[i]);
+        if (n > k && !memcmp(s, kinds[i], k))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the hub's current list has name (binary search over its lines) */
+static int names_has(const struct sh_mount *h, const char *name, size_t n)
+{
+    const struct sh_names *s = __atomic_load_n((struct sh_names **)&h->names, __ATOMIC_ACQUIRE);
+    if (!s)
+        return 0;
+    const char *d = s->data;
+    size_t lo = 0, hi = s->len;   /* both at line starts */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        while (mid > lo && d[mid - 1] != '\n')
+            mid--;
+        const char *e = memchr(d + mid, '\n', s->len - mid);
+        size_t ln = (size_t)(e - (d + mid));
+        int r = memcmp(d + mid, name, ln < n ? ln : n);
+        if (r == 0)
+            r = ln < n ? -1 : ln > n ? 1 : 0;
+        if (r == 0)
+            return 1;
+        if (r < 0)
+            lo = (size_t)(e - d) + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Reads and checks mounts/K/repos of hub h (the shim's trust rules, as for the index); publishes it unless
+ * the current list has the same bytes. *mtime: the file's. 1 read, 0 none or refused (logged). */
+static int read_list(struct sh_mount *h, time_t *mtime)
+{
+    SH_SCRATCH(t);
+    char *p = t->a;
+    snprintf(p, SH_SCR, "%s/repos", h->dir);
+    int fd = sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            sh_log(0, "%s: a symlink: not trusted, not read", p);
+        return 0;
+    }
+    struct stat st;
+    if (!sh_trusted_file(fd, p) || sh_r.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SH_HUB_LIST_MAX) {
+        sh_r.close(fd);
+        return 0;
+    }
+    size_t len = (size_t)st.st_size, map = sizeof(struct sh_names) + len + 1;
+    struct sh_names *s = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED) {
+        sh_r.close(fd);
+        return 0;
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = read(fd, s->data + got, len - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    sh_r.close(fd);
+    s->len = got;
+    /* every line a repository name, strictly increasing: what the helper writes, and what names_has needs */
+    int ok = got == len && (got == 0 || s->data[got - 1] == '\n');
+    const char *prev = NULL;
+    size_t prevn = 0;
+    for (size_t i = 0; ok && i < got;) {
+        const char *e = memchr(s->data + i, '\n', got - i);
+        size_t n = (size_t)(e - (s->data + i));
+        int c = prev ? memcmp(prev, s->data + i, prevn < n ? prevn : n) : -1;
+        if (!name_ok(s->data + i, n) || c > 0 || (c == 0 && prevn >= n))
+            ok = 0;
+        prev = s->data + i;
+        prevn = n;
+        i += n + 1;
+    }
+    if (!ok) {
+        munmap(s, map);
+        sh_log(0, "%s: not a valid repository list: not used", p);
+        return 0;
+    }
+    *mtime = st.st_mtime;
+    const struct sh_names *old = __atomic_load_n((struct sh_names **)&h->names, __ATOMIC_ACQUIRE);
+    if (old && old->len == s->len && !memcmp(old->data, s->data, s->len)) {
+        munmap(s, map);
+        return 1;
+    }
+    mprotect(s, map, PROT_READ);
+    __atomic_store_n((struct sh_names **)&h->names, s, __ATOMIC_RELEASE);
+    return 1;
+}
+
+int sh_hub_load(struct sh_mount *m)
+{
+    time_t mt;
+    if (m->sub || !read_list(m, &mt))
+        return 0;
+    m->hub = 1;
+    __atomic_store_n(&m->hub_checked, (long)mt, __ATOMIC_RELEASE);
+    return 1;
+}
+
+struct hub_fresh {
+    const char *path;
+    long long seen;
+};
+
+static long long stamp(const struct stat *st)
+{
+    return st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec + (long long)st->st_ino;
+}
+
+/* with the hub's lock held: another process just checked (the file changed while we waited), or it is fresh */
+static int list_fresh(const void *arg)
+{
+    const struct hub_fresh *f = arg;
+    struct stat st;
+    if (sh_r.stat(f->path, &st) < 0)
+        return 0;
+    time_t now = time(NULL);
+    return stamp(&st) != f->seen || (now - st.st_mtime < sh_hub_ttl && now >= st.st_mtime);
+}
+
+/* The list again when it is older than HFS3_HUB_TTL (never offline or in a vfork child; one thread at a time,
+ * the others go on with the current list). */
+static void hub_refresh(struct sh_mount *h)
+{
+    if (sh_offline || sh_in_vfork())
+        return;
+    long now = (long)time(NULL), c = __atomic_load_n(&h->hub_checked, __ATOMIC_ACQUIRE);
+    if (now - c < sh_hub_ttl && now >= c)
+        return;
+    int z = 0;
+    if (!__atomic_compare_exchange_n(&h->hub_busy, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;
+    SH_SCRATCH(t);
+    char *p = t->a, *lk = t->b;
+    snprintf(p, SH_SCR, "%s/repos", h->dir);
+    snprintf(lk, SH_SCR, "%s/lock", h->dir);
+    struct stat st;
+    struct hub_fresh f = {p, sh_r.stat(p, &st) == 0 ? stamp(&st) : 0};
+    char *argv[] = {NULL, "_index", "--lock-fd", "3", h->remote, NULL};
+    struct sh_lockjob j = {lk, list_fresh, &f, argv, 0, NULL, NULL, NULL, 0};
+    sh_log(2, "%s: checking the repository list of %s", h->path, h->remote);
+    sh_run_locked(&j);
+    time_t mt = 0;
+    read_list(h, &mt);
+    now = (long)time(NULL);
+    __atomic_store_n(&h->hub_checked, (long)mt > now ? (long)mt : now, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->hub_busy, 0, __ATOMIC_RELEASE);
+}
+
+static uint64_t hash(int hub, const char *name, size_t n)
+{
+    uint64_t v = 1469598103934665603ULL ^ (uint64_t)hub;
+    for (size_t i = 0; i < n; i++)
+        v = (v ^ (unsigned char)name[i]) * 1099511628211ULL;
+    return v;
+}
+
+static int sub_is(int i, int hub, const char *name, size_t n)
+{
+    const struct sh_mount *m = &sh_mounts[i], *h = &sh_mounts[hub];
+    return __atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && m->hubm == hub && m->len == h->len + 1 + n &&
+           !memcmp(m->path + h->len + 1, name, n);
+}
+
+/* The sub-mount of repository name of hub: found, or claimed and filled in. -errno when none can be had. */
+static int hub_sub(int hub, const char *name, size_t n)
+{
+    const size_t mask = SH_SUB_HASH - 1;
+    size_t home = (size_t)hash(hub, name, n) & mask, b = home;
+    for (size_t i = 0; i < SH_SUB_HASH; i++, b = (b + 1) & mask) {
+        uint32_t v = __atomic_load_n(&sub_hash[b], __ATOMIC_ACQUIRE);
+        if (!v)
+            break;
+        if (sub_is(sh_nmounts + (int)v - 1, hub, name, n))
+            return sh_nmounts + (int)v - 1;
+    }
+    if (sh_in_vfork())
+        return -EAGAIN;
+    int k = __atomic_fetch_add(&sh_nsubs, 1, __ATOMIC_ACQ_REL);
+    if (k >= SH_SUB_MAX) {
+        __atomic_store_n(&sh_nsubs, SH_SUB_MAX, __ATOMIC_RELEASE);
+        if (!__atomic_exchange_n(&full_logged, 1, __ATOMIC_ACQ_REL))
+            sh_log(0, "%s: more than %d repositories looked at in one process: %.*s and later ones fail",
+                   sh_mounts[hub].path, SH_SUB_MAX, (int)n, name);
+        return -ENOSPC;
+    }
+    const struct sh_mount *h = &sh_mounts[hub];
+    struct sh_mount *m = &sh_mounts[sh_nmounts + k];
+    size_t rl = strlen(h->remote);
+    while (rl > 0 && h->remote[rl - 1] == '/')
+        rl--;
+    if (h->len + 1 + n >= sizeof m->path || rl + 1 + n >= sizeof m->remote)
+        return -ENAMETOOLONG;   /* the slot stays unused */
+    memcpy(m->path, h->path, h->len);
+    m->path[h->len] = '/';
+    memcpy(m->path + h->len + 1, name, n);
+    m->path[h->len + 1 + n] = 0;
+    m->len = h->len + 1 + n;
+    m->first_len = h->first_len;
+    memcpy(m->remote, h->remote, rl);
+    m->remote[rl] = '/';
+    memcpy(m->remote + rl + 1, name, n);
+    m->remote[rl + 1 + n] = 0;
+    hfs3_mountkey(m->remote, m->key);
+    if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, m->key) >= sizeof m->dir)
+        return -ENAMETOOLONG;
+    m->sub = 1;
+    m->hubm = hub;
+    __atomic_store_n(&m->ready, 1, __ATOMIC_RELEASE);
+    for (b = home;; b = (b + 1) & mask) {
+        uint32_t v = 0;
+        if (__atomic_compare_exchange_n(&sub_hash[b], &v, (uint32_t)k + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return sh_nmounts + k;
+        if (sub_is(sh_nmounts + (int)v - 1, hub, name, n)) {
+            /* another thread made it first: ours stays unused */
+            __atomic_store_n(&m->ready, 0, __ATOMIC_RELEASE);
+            return sh_nmounts + (int)v - 1;
+        }
+    }
+}
+
+void sh_hub_classify(struct sh_loc *l)
+{
+    struct sh_mount *h = &sh_mounts[l->m];
+    if (l->m >= sh_nmounts || !*l->rel || sh_mount_get(h) < 0 || !h->hub)
+        return;
+    const char *name = l->rel;
+    size_t n = strcspn(name, "/");
+    if (!names_has(h, name, n)) {
+        /* a repository added since the list was read is seen once the list is older than the TTL */
+        if (!name_ok(name, n))
+            return;
+        hub_refresh(h);
+        if (!names_has(h, name, n))
+            return;
+    }
+    int i = hub_sub(l->m, name, n);
+    if (i < 0)
+        return;
+    l->m = i;
+    l->rel = name + n + (name[n] == '/');
+}
+
+int sh_hub_list(int hub, int (*fn)(void *, const struct sh_dent *), void *arg)
+{
+    struct sh_mount *h = &sh_mounts[hub];
+    hub_refresh(h);
+    const struct sh_names *s = __atomic_load_n((struct sh_names **)&h->names, __ATOMIC_ACQUIRE);
+    SH_SCRATCH(t);
+    struct sh_dent d;
+    struct stat st;
+    d.type = DT_DIR;
+    for (size_t i = 0; s && i < s->len;) {
+        const char *e = memchr(s->data + i, '\n', s->len - i);
+        size_t n = (size_t)(e - (s->data + i));
+        memcpy(d.name, s->data + i, n);
+        d.name[n] = 0;
+        i += n + 1;
+        /* the inode a stat of it will give: its skeleton root */
+        int k = hub_sub(hub, d.name, n);
+        d.ino = 1;
+        if (k >= 0) {
+            sh_tree_path(&sh_mounts[k], "", t->a, SH_SCR);
+            if (sh_stat_skel(t->a, &st) == 0)
+                d.ino = st.st_ino;
+        }
+        int rc = fn(arg, &d);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A real path under CACHE/mounts/<r> (r: "<key>/tree..."), no configured mount's: the skeleton of a repository
+ * of a hub (a cwd inherited from a process that had gone there). Found among the sub-mounts made, or by the
+ * mount's `remote` file: a hub's REMOTE plus the last component of it must give the same key. 1 and out. */
+int sh_hub_map(const char *r, char *out, size_t outn)
+{
+    if (strlen(r) < 21 || strncmp(r + 16, "/tree", 5) || (r[21] && r[21] != '/'))
+        return 0;
+    int ns = __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < ns && i < SH_SUB_MAX; i++) {
+        const struct sh_mount *m = &sh_mounts[sh_nmounts + i];
+        if (__atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && !strncmp(r, m->key, 16))
+            return (size_t)snprintf(out, outn, "%s%s", m->path, r + 21) < outn;
+    }
+    if (sh_in_vfork() || sh_cache_ready() < 0)
+        return 0;
+    SH_SCRATCH(t);
+    char *rem = t->a, *cand = t->b, key[17];
+    snprintf(t->c, SH_SCR, "%s/mounts/%.16s/remote", sh_cache, r);
+    sh_read_line(t->c, rem, 1024);
+    size_t rl = strlen(rem);
+    while (rl > 0 && rem[rl - 1] == '/')
+        rem[--rl] = 0;
+    const char *last = strrchr(rem, '/');
+    if (!last || !name_ok(last + 1, strlen(last + 1)))
+        return 0;
+    last++;
+    for (int i = 0; i < sh_nmounts; i++) {
+        struct sh_mount *h = &sh_mounts[i];
+        size_t hl = strlen(h->remote);
+        while (hl > 0 && h->remote[hl - 1] == '/')
+            hl--;
+        snprintf(cand, SH_SCR, "%.*s/%s", (int)hl, h->remote, last);
+        hfs3_mountkey(cand, key);
+        if (strncmp(key, r, 16) || sh_mount_get(h) < 0 || !h->hub)
+            continue;
+        int k = hub_sub(i, last, strlen(last));
+        if (k >= 0)
+            return (size_t)snprintf(out, outn, "%s%s", sh_mounts[k].path, r + 21) < outn;
+    }
+    return 0;
+}
