@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# t_hub_mount.sh - one mount for a whole Hugging Face hub prefix (issue 9 §1): HFS3_MOUNTS=/models/hub=REMOTE where
+# REMOTE holds repository folders (models--*, datasets--*), each with its own manifest. build --all (built, then
+# unchanged); the hub's root lists the repositories and nothing else; python3 (the huggingface_hub offline pattern:
+# refs/main, then snapshots/<rev>/...) and coreutils read two repositories; a name not in the list is ENOENT; a
+# repository added while a process runs is seen after HFS3_HUB_TTL; 300 repositories list through a paged
+# delimiter listing (the server pages 50 at a time); fetch of a repository path, then HFS3_OFFLINE=1 through the hub.
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"; source "$HFS3_ROOT/tests/e2e/lib.sh"
+export S3ENV_MAX_KEYS=50   # the Node server pages delimiter listings as S3 does, 50 per page (RGW: 1,000)
+s3env_start "$WORK"; trap s3env_stop EXIT
+gen() { python3 "$HFS3_ROOT/scripts/gen_model.py" "$@"; }
+gen hf-cache "$WORK/src/models--org--a" --shards 0.2,0.1 --seed 31
+gen hf-cache "$WORK/src/models--org--b" --shards 0.3 --seed 32
+gen flat "$WORK/src/datasets--org--d" --shards 0.1 --seed 33
+echo 1 >"$WORK/version.txt"
+for r in models--org--a models--org--b datasets--org--d; do rclone copy --links "$WORK/src/$r" "s3test:models/hub/$r"; done
+rclone copy "$WORK/version.txt" s3test:models/hub   # not a repository: never listed
+rclone copy "$WORK/version.txt" s3test:models/hub/other
+
+# build --all: every repository, then none again
+"$HFS3_BIN" build --all s3test:models/hub >"$WORK/b1" 2>"$WORK/b1.err" || { cat "$WORK/b1" "$WORK/b1.err"; fail "build --all"; }
+grep -q "^s3test:models/hub: 3 repositories: 3 built, 0 unchanged, 0 failed$" "$WORK/b1" || { cat "$WORK/b1"; fail "build --all counts"; }
+[ "$(grep -c ': built (' "$WORK/b1")" = 3 ] || { cat "$WORK/b1"; fail "one line per repository"; }
+"$HFS3_BIN" build --all s3test:models/hub >"$WORK/b2" 2>&1 || { cat "$WORK/b2"; fail "build --all again"; }
+grep -q "^s3test:models/hub: 3 repositories: 0 built, 3 unchanged, 0 failed$" "$WORK/b2" || { cat "$WORK/b2"; fail "unchanged counts"; }
+grep -q "^models--org--a: unchanged$" "$WORK/b2" || { cat "$WORK/b2"; fail "unchanged line"; }
+ok "build --all: 3 built, then 3 unchanged"
+echo changed >>"$WORK/src/datasets--org--d/config.json"
+rclone copy "$WORK/src/datasets--org--d" s3test:models/hub/datasets--org--d
+"$HFS3_BIN" build --all s3test:models/hub >"$WORK/b3" 2>&1 || { cat "$WORK/b3"; fail "build --all after a change"; }
+grep -q "^s3test:models/hub: 3 repositories: 1 built, 2 unchanged, 0 failed$" "$WORK/b3" && grep -q "^datasets--org--d: built" "$WORK/b3" || { cat "$WORK/b3"; fail "only the changed repository is built"; }
+expect_exit 1 "build --all of a prefix without repositories" "$HFS3_BIN" build --all s3test:models/hub/other
+grep -q "^hfs3-manifest build: s3test:models/hub/other: no repository folders" "$WORK/err" || { cat "$WORK/err"; fail "build --all message"; }
+ok "build --all: a changed repository alone is rebuilt; a prefix without repositories is one error"
+
+H=/models/hub
+export HFS3_MOUNTS="$H=s3test:models/hub" HFS3_CACHE_DIR=$WORK/cache HFS3_HELPER=$HFS3_BIN
+P() { LD_PRELOAD=$HFS3_SHIM "$@"; }
+[ "$(P ls $H | tr '\n' ' ')" = "datasets--org--d models--org--a models--org--b " ] || { P ls -la $H; fail "the hub lists its repositories"; }
+[ "$(P stat -c %F $H/models--org--a)" = directory ] || fail "a repository is a directory"
+set +e
+P stat $H/models--org--zz >/dev/null 2>"$WORK/e1"; r1=$?
+P stat $H/other >/dev/null 2>&1; r2=$?
+P cat $H/version.txt >/dev/null 2>&1; r3=$?
+set -e
+[ $r1 = 1 ] && [ $r2 = 1 ] && [ $r3 = 1 ] && grep -q "No such file" "$WORK/e1" || { cat "$WORK/e1"; fail "names not in the list: ENOENT"; }
+ok "the hub's root lists the 3 repositories, nothing else; other names are ENOENT"
+
+# the huggingface_hub offline pattern (HF_HUB_OFFLINE=1: refs/main, then snapshots/<rev>/<file>), with plain os calls
+cat >"$WORK/hf.py" <<'EOF'
+import os, sys, hashlib
+hub, src = sys.argv[1], sys.argv[2]
+for repo in ("models--org--a", "models--org--b"):
+    d = os.path.join(hub, repo)
+    assert os.path.isdir(d), d
+    assert sorted(os.listdir(d)) == ["blobs", "refs", "snapshots"], os.listdir(d)
+    rev = open(os.path.join(d, "refs", "main")).read().strip()
+    snap = os.path.join(d, "snapshots", rev)
+    for name in sorted(os.listdir(snap)):
+        got = open(os.path.join(snap, name), "rb").read()
+        want = open(os.path.join(src, repo, "snapshots", rev, name), "rb").read()
+        assert got == want, (repo, name)
+    real = os.path.realpath(os.path.join(snap, "config.json"))
+    assert real.startswith(d + "/blobs/"), real
+print("ok")
+EOF
+[ "$(P python3 "$WORK/hf.py" $H "$WORK/src")" = ok ] || fail "python3: the HF offline pattern through the hub"
+reva=$(cat "$WORK/src/models--org--b/refs/main")
+P cat $H/models--org--b/snapshots/$reva/config.json | cmp - "$WORK/src/models--org--b/snapshots/$reva/config.json" || fail "cat"
+(cd "$WORK/src/datasets--org--d" && sha256sum config.json) >"$WORK/want.sum"
+(cd / && P bash -c "cd $H/datasets--org--d && sha256sum config.json") | cmp - "$WORK/want.sum" || fail "cd into a repository + sha256sum"
+ok "python3 and coreutils read files of three repositories through the one mount"
+# the repository's cache entry is that of its own REMOTE (what `fetch REMOTE/NAME` and a mount of it use)
+d=$(dirname "$(grep -lx "s3test:models/hub/models--org--a" "$WORK"/cache/mounts/*/remote)")
+[ -f "$d/index" ] && [ -f "$(dirname "$(grep -lx "s3test:models/hub" "$WORK"/cache/mounts/*/remote)")/repos" ] || fail "the repository's own mount entry"
+ok "a repository is the mount of s3test:models/hub/models--org--a"
+
+# a repository added while a process runs: seen once the list is older than HFS3_HUB_TTL
+cat >"$WORK/poll.py" <<'EOF'
+import os, sys, time
+hub, flag = sys.argv[1], sys.argv[2]
+first = sorted(os.listdir(hub))
+open(flag, "w").write(" ".join(first) + "\n")
+end = time.time() + 60
+while time.time() < end:
+    names = os.listdir(hub)
+    if "models--org--c" in names:
+        # its manifest came first, its files may still be on the way: they fail (EIO) until they are there
+        while time.time() < end:
+            try:
+                print(open(os.path.join(hub, "models--org--c", "config.json")).read()[:1] == "{")
+                sys.exit(0)
+            except OSError:
+                time.sleep(0.5)
+    time.sleep(0.2)
+print("not seen")
+EOF
+gen flat "$WORK/src/models--org--c" --shards 0.1 --seed 34
+HFS3_HUB_TTL=1 P python3 "$WORK/poll.py" $H "$WORK/flag" >"$WORK/poll.out" 2>"$WORK/poll.err" &
+pid=$!
+for i in $(seq 1 100); do [ -s "$WORK/flag" ] && break; sleep 0.1; done
+grep -q "models--org--c" "$WORK/flag" && fail "models--org--c listed before it exists"
+# the manifest goes first (built from a staging copy: it names no keys), so the repository is whole when listed
+rclone copy "$WORK/src/models--org--c" s3test:models/staging/models--org--c
+"$HFS3_BIN" build -o "$WORK/c.json" s3test:models/staging/models--org--c >/dev/null 2>&1
+rclone copyto "$WORK/c.json" s3test:models/hub/models--org--c/.hfs3/manifest.json
+rclone copy "$WORK/src/models--org--c" s3test:models/hub/models--org--c
+wait $pid || { cat "$WORK/poll.out" "$WORK/poll.err"; fail "poll.py"; }
+[ "$(cat "$WORK/poll.out")" = True ] || { cat "$WORK/poll.out" "$WORK/poll.err"; fail "a repository added while a process runs"; }
+ok "a repository added to the bucket while python3 runs is listed and read after HFS3_HUB_TTL"
+
+# a few hundred repositories: the listing pages (50 per page here) and every one is there
+python3 - "$WORK/big" <<'EOF'
+import hashlib, json, os, sys
+base = sys.argv[1]
+for i in range(300):
+    d = os.path.join(base, "models--many--m%03d" % i)
+    os.makedirs(os.path.join(d, ".hfs3"))
+    body = ("repository %d\n" % i).encode()
+    open(os.path.join(d, "a.txt"), "wb").write(body)
+    doc = {"hfs3_manifest": 1, "layout": "flat", "entries": [
+        {"path": "a.txt", "type": "file", "size": len(body), "sha256": hashlib.sha256(body).hexdigest()}]}
+    open(os.path.join(d, ".hfs3", "manifest.json"), "w").write(json.dumps(doc))
+EOF
+rclone copy --transfers 16 "$WORK/big" s3test:models/big
+export HFS3_MOUNTS="$HFS3_MOUNTS;/models/big=s3test:models/big"
+[ "$(P ls /models/big | wc -l)" = 300 ] || fail "300 repositories listed"
+[ "$(P cat /models/big/models--many--m299/a.txt)" = "repository 299" ] || fail "the last of 300"
+[ "$(P cat /models/big/models--many--m000/a.txt)" = "repository 0" ] || fail "the first of 300"
+ok "a hub of 300 repositories (a delimiter listing of 6 pages) lists and reads"
+
+# fetch of a repository path, then a server with HFS3_OFFLINE=1 reading it through the hub mount
+export HFS3_CACHE_DIR=$WORK/cache2
+"$HFS3_BIN" fetch s3test:models/hub/models--org--b >"$WORK/f.out" 2>&1 || { cat "$WORK/f.out"; fail "fetch of a repository path"; }
+export HFS3_OFFLINE=1
+[ "$(P ls $H | wc -l)" = 4 ] || { P ls $H; fail "offline: the hub lists from the cached list"; }
+[ "$(P python3 -c "print(open('$H/models--org--b/refs/main').read())")" = "$reva" ] || fail "offline: refs/main"
+P cat $H/models--org--b/snapshots/$reva/config.json | cmp - "$WORK/src/models--org--b/snapshots/$reva/config.json" || fail "offline: a file of the fetched repository"
+set +e; P cat $H/models--org--a/refs/main >/dev/null 2>"$WORK/off.err"; r=$?; set -e
+[ $r = 1 ] || fail "offline: a repository never fetched fails"
+ok "fetch REMOTE/models--org--b, then HFS3_OFFLINE=1 reads it through the hub mount"
+unset HFS3_OFFLINE
+# fetch of the hub itself with --repo
+export HFS3_CACHE_DIR=$WORK/cache3
+"$HFS3_BIN" fetch --repo datasets--org--d s3test:models/hub >"$WORK/f2.out" 2>&1 || { cat "$WORK/f2.out"; fail "fetch --repo"; }
+grep -q "^s3test:models/hub: a hub: 1 repositories fetched, 0 failed$" "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo summary"; }
+grep -q "^s3test:models/hub/datasets--org--d: " "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo line"; }
+ok "fetch --repo NAME HUB fetches that repository"
