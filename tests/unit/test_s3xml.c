@@ -161,6 +161,33 @@ static void list_malformed(void)
     hfs3_s3_list_free(&l);
 }
 
+/* a delimiter listing: <CommonPrefixes><Prefix> go to their own list; the plain parser ignores them */
+static void list_common_prefixes(void)
+{
+    const char *xml = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                      "<Prefix>hub/</Prefix><Delimiter>/</Delimiter><IsTruncated>true</IsTruncated>"
+                      "<NextContinuationToken>t2</NextContinuationToken>"
+                      "<Contents><Key>hub/version.txt</Key><Size>2</Size></Contents>"
+                      "<CommonPrefixes><Prefix>hub/models--a--b/</Prefix></CommonPrefixes>"
+                      "<CommonPrefixes><Prefix>hub/models--c--d/</Prefix></CommonPrefixes></ListBucketResult>";
+    hfs3_s3_list l = {0}, p = {0};
+    int trunc = 0;
+    char *tok = NULL;
+    CHECK(hfs3_s3xml_parse_list_dir(xml, strlen(xml), &l, &p, &trunc, &tok) == 0);
+    CHECK(l.n == 1 && !strcmp(l.v[0].key, "hub/version.txt"));
+    CHECK(p.n == 2 && !strcmp(p.v[0].key, "hub/models--a--b/") && !strcmp(p.v[1].key, "hub/models--c--d/"));
+    CHECK(trunc == 1 && tok && !strcmp(tok, "t2"));
+    free(tok);
+    hfs3_s3_list_free(&l);
+    hfs3_s3_list_free(&p);
+    CHECK(hfs3_s3xml_parse_list(xml, strlen(xml), &l, NULL, NULL) == 0 && l.n == 1);
+    hfs3_s3_list_free(&l);
+    const char *bad = "<ListBucketResult><CommonPrefixes><Prefix></Prefix></CommonPrefixes></ListBucketResult>";
+    CHECK(hfs3_s3xml_parse_list_dir(bad, strlen(bad), &l, &p, NULL, NULL) == -EINVAL && l.n == 0 && p.n == 0);
+    hfs3_s3_list_free(&l);
+    hfs3_s3_list_free(&p);
+}
+
 static void error_body(void)
 {
     static const char E[] =
@@ -241,6 +268,7 @@ int main(void)
     TEST(list_page);
     TEST(list_prefixed_ns);
     TEST(list_malformed);
+    TEST(list_common_prefixes);
     TEST(error_body);
     TEST(times);
     TEST(big_list);
