@@ -27,7 +27,7 @@ grep -q -- "--local DIR" <("$H" build --help) || fail "build --help names --loca
 ok "every command's --help on stdout with exit 0; usage errors on stderr with exit 2"
 
 expect_exit 0 "--help" "$H" --help
-grep -q "^Commands:" "$WORK/out" && grep -q "^  fetch REMOTE" "$WORK/out" && grep -q "^Exit status" "$WORK/out" || { cat "$WORK/out"; fail "--help"; }
+grep -q "^Commands:" "$WORK/out" && grep -q "^  fetch \[--repo NAME\]\.\.\. REMOTE" "$WORK/out" && grep -q "^Exit status" "$WORK/out" || { cat "$WORK/out"; fail "--help"; }
 expect_exit 2 "no arguments" "$H"
 grep -q "^usage: hfs3-manifest" "$WORK/err" || fail "no arguments: usage on stderr"
 expect_exit 0 "--version" "$H" --version
