@@ -69,7 +69,8 @@ static const struct {
      "against its sha256 and installed atomically; what is cached already is not fetched again. Prints one\n"
      "summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s; exit 1\n"
      "when any file failed. Progress is shown when stderr is a terminal. A server started later with the same\n"
-     "REMOTE (trailing slashes aside) and the same HFS3_CACHE_DIR can then run with HFS3_OFFLINE=1.\n\n"
+     "HFS3_CACHE_DIR and a REMOTE that resolves to the same endpoint, bucket and prefix (however it is spelled)\n"
+     "can then run with HFS3_OFFLINE=1.\n\n"
      "Options:\n"
      "  -h, --help          this text\n\n"
      "Variables:\n" CACHE_VARS S3_VARS "\n" EXIT_HELP},
