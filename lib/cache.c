@@ -696,7 +696,8 @@ static int alias_consider(void *ud, const char *name)
 
 /* Nothing usable cached for r in mfd: installs the newest copy cached under another spelling of the same
  * identity. 0 done (offline: one info line; online, S3 having failed with the message set: one warning), 1 none
- * found (the message kept), or an error reading or installing it (message set). */
+ * found (the message kept), or an error reading or installing it (offline: the message says it; online: S3's
+ * message is kept and this one goes to the debug log). */
 static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int offline)
 {
     char saved[1024];
@@ -745,6 +746,11 @@ static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const
     goto out;
 fail:
     hfs3_err_wrap(rc, "%s: the manifest cached for %s (the same %s)", r->spec, other ? other : a.best, a.id);
+    if (!offline) {
+        /* S3's failure is the one to report: this one only says why it could not be bridged */
+        hfs3_debug("%s", hfs3_errmsg());
+        hfs3_err(0, "%s", saved);
+    }
 out:
     if (sfd >= 0)
         close(sfd);
