@@ -946,6 +946,8 @@ char *hfs3_remote_manifest_key(const hfs3_remote *r) { return hfs3_remote_key(r,
 char *hfs3_remote_identity(const hfs3_remote *r)
 {
     /* r->endpoint is norm_endpoint's "scheme://host[:port]" (scheme already in lower case) */
+    if (!r->endpoint || !r->bucket || !r->prefix)
+        return NULL;
     const char *ep = r->endpoint, *sep = strstr(ep, "://");
     const char *host = sep ? sep + 3 : ep;
     size_t hl = *host == '[' && strchr(host, ']') ? (size_t)(strchr(host, ']') - host) + 1 : strcspn(host, ":");

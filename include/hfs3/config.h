@@ -47,7 +47,7 @@ char *hfs3_remote_manifest_key(const hfs3_remote *r);
  * they are spelled (an rclone remote or s3://, trailing slashes, path- or virtual-hosted addressing);
  * credentials and the region (which only signs, or is part of an AWS endpoint already) are not part of it.
  * The cache records it per mount (mounts/K/canonical) so that a mount cached under one spelling is found
- * under another. malloc'd, NULL on OOM. */
+ * under another. malloc'd; NULL on OOM or for a remote without endpoint, bucket or prefix (not parsed). */
 char *hfs3_remote_identity(const hfs3_remote *r);
 
 #endif
