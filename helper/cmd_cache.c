@@ -164,7 +164,67 @@ static void usage_line(const char *indent, const char *name, const hfs3_gc_usage
            cmd_when(u->last_use, w, sizeof w));
 }
 
-/* Shared by du and status: a JSON array of the mounts (filtered by remote when given), or lines on stdout. */
+/* Whether a and b are spellings of one endpoint + bucket + prefix (mounts/K/canonical). */
+static int same_mount(const hfs3_gc_mount *a, const hfs3_gc_mount *b)
+{
+    return a == b || (a->canonical && b->canonical && !strcmp(a->canonical, b->canonical));
+}
+
+/* The mount reported for m's group of spellings: the one with a manifest checked last (then the lowest key);
+ * the others are listed as its aliases, so one model is not shown (or counted) twice. */
+static const hfs3_gc_mount *group_head(const cmd_snap *s, const hfs3_gc_mount *m)
+{
+    const hfs3_gc_mount *h = m;
+    for (size_t i = 0; m->canonical && i < s->nm; i++) {
+        const hfs3_gc_mount *o = &s->m[i];
+        if (o == h || !same_mount(o, m))
+            continue;
+        int oh = o->m != NULL, hh = h->m != NULL;
+        if (oh > hh || (oh == hh && (o->checked > h->checked || (o->checked == h->checked && strcmp(o->key, h->key) < 0))))
+            h = o;
+    }
+    return h;
+}
+
+/* The aliases of head (every other spelling of its group): an array of {key, remote} for JSON, or one line. */
+static void group_aliases(const cmd_snap *s, const hfs3_gc_mount *head, cJSON *j)
+{
+    cJSON *arr = j ? cJSON_AddArrayToObject(j, "aliases") : NULL;
+    int n = 0;
+    char w[40];
+    for (size_t i = 0; i < s->nm; i++) {
+        const hfs3_gc_mount *o = &s->m[i];
+        if (o == head || !same_mount(o, head))
+            continue;
+        char nb[40];
+        if (arr) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "key", o->key);
+            if (o->remote)
+                cJSON_AddStringToObject(a, "remote", o->remote);
+            else
+                cJSON_AddNullToObject(a, "remote");
+            if (o->error)
+                cJSON_AddStringToObject(a, "error", o->error);
+            cJSON_AddItemToArray(arr, a);
+        } else {
+            printf("%s%s", n ? ", " : "  also as: ", cmd_mount_name(o, nb, sizeof nb));
+        }
+        n++;
+    }
+    if (!arr && n)
+        printf(" (all resolve to %s)\n", head->canonical);
+    for (size_t i = 0; !arr && i < s->nm; i++) {
+        const hfs3_gc_mount *o = &s->m[i];
+        char nb[40];
+        if (o != head && same_mount(o, head) && o->error)
+            printf("  last refresh of %s failed (%s): %s\n", cmd_mount_name(o, nb, sizeof nb),
+                   cmd_when(o->error_time, w, sizeof w), o->error);
+    }
+}
+
+/* Shared by du and status: a JSON array of the mounts (filtered by remote when given), or lines on stdout.
+ * Spellings of one endpoint + bucket + prefix are one entry, with the others as its aliases. */
 cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
 {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
@@ -173,7 +233,12 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
         hfs3_mountkey(remote, key);
     for (size_t i = 0; i < s->nm; i++) {
         hfs3_gc_mount *m = &s->m[i];
-        if (remote && strcmp(m->key, key))
+        if (group_head(s, m) != m)
+            continue; /* listed under its group's head */
+        int hit = !remote;
+        for (size_t k = 0; !hit && k < s->nm; k++)
+            hit = same_mount(&s->m[k], m) && !strcmp(s->m[k].key, key);
+        if (!hit)
             continue;
         char nb[40], w[40];
         const char *name = cmd_mount_name(m, nb, sizeof nb);
@@ -224,6 +289,11 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
             cJSON_AddItemToObject(j, "models", models);
         if (!json && m->error)
             printf("  last refresh failed (%s): %s\n", cmd_when(m->error_time, w, sizeof w), m->error);
+        if (json && m->canonical)
+            cJSON_AddStringToObject(j, "resolves_to", m->canonical);
+        else if (json)
+            cJSON_AddNullToObject(j, "resolves_to");
+        group_aliases(s, m, j);
     }
     return arr;
 }

@@ -138,6 +138,14 @@ int cmd_index(int argc, char **argv)
     hfs3_remote *r = NULL;
     int status = 0;
     if (hfs3_remote_parse(spec, &r) < 0) {
+        if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
+            /* the shim asks offline only when this spelling has nothing cached: say that first */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", hfs3_errmsg());
+            hfs3_err(-EINVAL, "%s: HFS3_OFFLINE=1 and no cached manifest for it, and it cannot be resolved here to "
+                     "look for one cached under another REMOTE (%s): run hfs3-manifest fetch %s online with "
+                     "HFS3_CACHE_DIR=%s first, or define the remote here", spec, why, spec, c->dir);
+        }
         errline(hfs3_errmsg());
         hfs3_mount_set_error(c, spec, hfs3_errmsg());
         status = 2;

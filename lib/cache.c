@@ -571,6 +571,11 @@ static int cached_state(const hfs3_cache *c, int mfd, const char *mdir, struct s
     return 1;
 }
 
+/* mounts/K/canonical: one mount cached under several spellings (the alias section at the end of this file) */
+static void alias_forget_other(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
+static void alias_note(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
+static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int offline);
+
 int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, int *stale)
 {
     int rc, fd = -1, waited = 0, foreign_cached = 0;
@@ -603,15 +608,28 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
             rc = 0;
             goto ok;
         }
-        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it in %s: run hfs3-manifest fetch "
-                      "%s online with HFS3_CACHE_DIR=%s first (the same REMOTE, trailing slashes aside)", r->spec,
-                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", mdir, r->spec, c->dir);
+        if ((rc = alias_adopt(c, r, mfd, mdir, 1)) <= 0)
+            goto rc_set; /* 0: cached under another spelling; < 0: its error */
+        char *id = hfs3_remote_identity(r);
+        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it or any REMOTE that resolves to "
+                      "the same %s: run hfs3-manifest fetch %s online with HFS3_CACHE_DIR=%s first", r->spec,
+                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", id ? id : "endpoint, bucket and "
+                      "prefix", r->spec, c->dir);
+        free(id);
         goto fail;
     }
     /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET */
+    alias_forget_other(c, r, mfd, mdir);
     rc = refresh_fetch(c, r, mfd, mdir, have_cached && !foreign_cached);
-    if (rc == 0)
+    if (rc == 0) {
+        alias_note(c, r, mfd, mdir);
         goto ok;
+    }
+    if (!(have_cached && !foreign_cached) && alias_adopt(c, r, mfd, mdir, 0) == 0) {
+        if (stale)
+            *stale = 1;
+        goto out; /* warned */
+    }
     if (have_cached && !foreign_cached) {
         hfs3_warn("%s; using the cached manifest", hfs3_errmsg());
         if (stale)
@@ -619,6 +637,9 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = 0;
         goto out;
     }
+rc_set:
+    if (rc == 0)
+        goto ok;
 fail:
     hfs3_cache_write_line(c, mfd, "error", mdir, hfs3_errmsg());
     goto out;
@@ -629,5 +650,154 @@ out:
     hfs3_cache_unlock(fd);
     close(mfd);
     free(mdir);
+    return rc;
+}
+
+/* ---- aliases: one endpoint + bucket + prefix cached under several spellings ----
+ * mounts/K/canonical holds hfs3_remote_identity() of the REMOTE whose manifest K holds, written only after that
+ * manifest was fetched or confirmed (200/304) under that resolution. A spelling with nothing cached of its own
+ * (HFS3_OFFLINE=1, or S3 failing) takes a copy of the newest K' whose canonical is the same: manifest.json, etag,
+ * and an index made from it, dated as K''s (when it was last checked against S3). K' is read without its lock:
+ * its files are replaced by rename, etag after manifest.json, so reading etag first never pairs a manifest with
+ * a newer ETag (that would make a later If-None-Match keep an old manifest). Every file is read through the
+ * cache's rules; under HFS3_VERIFY_FOREIGN=1 a K' with a file of another user is not used. */
+
+/* The one-line file name of mfd without its newline, or NULL (missing, refused). Keeps the error message. */
+static char *alias_read_line(const hfs3_cache *c, int mfd, const char *mdir, const char *name, struct stat *st)
+{
+    char saved[1024], *text = NULL;
+    size_t n = 0;
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+    if (hfs3_cache_read(c, mfd, name, 64 << 10, &text, &n, st, mdir) < 0)
+        text = NULL;
+    while (text && n && text[n - 1] == '\n')
+        text[--n] = 0;
+    hfs3_err(0, "%s", saved);
+    return text;
+}
+
+static void alias_forget_other(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir)
+{
+    char *id = hfs3_remote_identity(r), *have = alias_read_line(c, mfd, mdir, "canonical", NULL);
+    if (have && (!id || strcmp(have, id) != 0))
+        unlinkat(mfd, "canonical", 0); /* the manifest about to come is another resolution's */
+    free(have);
+    free(id);
+}
+
+static void alias_note(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir)
+{
+    char *id = hfs3_remote_identity(r), *have = alias_read_line(c, mfd, mdir, "canonical", NULL);
+    if (id && (!have || strcmp(have, id) != 0)) {
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+        hfs3_cache_write_line(c, mfd, "canonical", mdir, id);
+        hfs3_err(0, "%s", saved);
+    }
+    free(have);
+    free(id);
+}
+
+typedef struct alias_scan {
+    const hfs3_cache *c;
+    const char *id;
+    char self[17], best[17];
+    struct timespec best_checked;
+} alias_scan;
+
+/* For each mounts/<16 hex>: a candidate when its canonical is the identity and it has an index and a
+ * manifest.json the rules (and HFS3_VERIFY_FOREIGN) accept; the newest index wins. */
+static int alias_consider(void *ud, const char *name)
+{
+    alias_scan *a = ud;
+    const hfs3_cache *c = a->c;
+    if (strlen(name) != 16 || strspn(name, "0123456789abcdef") != 16 || !strcmp(name, a->self))
+        return 0;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+    int fd = hfs3_cache_opendir(c, c->mounts, name, 0, 0, c->p_mounts);
+    if (fd >= 0) {
+        struct stat sc, si, sm;
+        char *canon = alias_read_line(c, fd, c->p_mounts, "canonical", &sc);
+        if (canon && !strcmp(canon, a->id) && hfs3_cache_stat(c, fd, "index", &si, c->p_mounts) == 0 &&
+            hfs3_cache_stat(c, fd, "manifest.json", &sm, c->p_mounts) == 0 &&
+            !(c->verify_foreign && (foreign(c, &sc) || foreign(c, &si) || foreign(c, &sm))) &&
+            (!a->best[0] || !ts_ge(&a->best_checked, &si.st_mtim))) {
+            memcpy(a->best, name, 17);
+            a->best_checked = si.st_mtim;
+        }
+        free(canon);
+        close(fd);
+    }
+    hfs3_err(0, "%s", saved);
+    return 0;
+}
+
+/* Nothing usable cached for r in mfd: installs the newest copy cached under another spelling of the same
+ * identity. 0 done (offline: one info line; online, S3 having failed with the message set: one warning), 1 none
+ * found (the message kept), or an error reading or installing it (offline: the message says it; online: S3's
+ * message is kept and this one goes to the debug log). */
+static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int offline)
+{
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+    alias_scan a = {.c = c, .id = hfs3_remote_identity(r)};
+    if (!a.id)
+        return 1; /* out of memory, or a remote that was not parsed (tests): nothing to compare with */
+    hfs3_mountkey(r->spec, a.self);
+    hfs3_cache_scan(c->mounts, "", "", alias_consider, &a);
+    int rc = 1, sfd = -1;
+    char *spath = NULL, *etag = NULL, *doc = NULL, *other = NULL;
+    size_t elen = 0, dlen = 0;
+    hfs3_manifest *m = NULL;
+    if (!a.best[0]) {
+        hfs3_err(0, "%s", saved);
+        goto out;
+    }
+    if ((sfd = hfs3_cache_opendir(c, c->mounts, a.best, 0, 0, c->p_mounts)) < 0 ||
+        !(spath = hfs3_cache_path(c, "mounts", a.best, NULL))) {
+        rc = sfd < 0 ? sfd : hfs3_err(-ENOMEM, "out of memory");
+        goto fail;
+    }
+    other = alias_read_line(c, sfd, spath, "remote", NULL);
+    int re = hfs3_cache_read(c, sfd, "etag", 4096, &etag, &elen, NULL, spath); /* first: see above */
+    if (re < 0 && re != -ENOENT) {
+        rc = re;
+        goto fail;
+    }
+    if ((rc = hfs3_cache_read(c, sfd, "manifest.json", HFS3_MAX_DOC, &doc, &dlen, NULL, spath)) < 0 ||
+        (rc = hfs3_manifest_parse(doc, dlen, &m)) < 0 ||
+        (rc = hfs3_cache_write_atomic(mfd, "manifest.json", doc, dlen, c->file_mode, mdir)) < 0 ||
+        (rc = etag ? hfs3_cache_write_atomic(mfd, "etag", etag, elen, c->file_mode, mdir) : 0) < 0 ||
+        (rc = hfs3_index_install_at(m, c, mfd, mdir)) < 0)
+        goto fail;
+    if (!etag)
+        unlinkat(mfd, "etag", 0);
+    /* dated when its source was last checked against S3: the TTL counts from then */
+    struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, a.best_checked};
+    utimensat(mfd, "index", times, AT_SYMLINK_NOFOLLOW);
+    hfs3_cache_write_line(c, mfd, "canonical", mdir, a.id);
+    if (offline)
+        hfs3_info("%s: using the manifest cached for %s (the same %s)", r->spec, other ? other : spath, a.id);
+    else
+        hfs3_warn("%s; using the manifest cached for %s (the same %s)", saved, other ? other : spath, a.id);
+    rc = 0;
+    goto out;
+fail:
+    hfs3_err_wrap(rc, "%s: the manifest cached for %s (the same %s)", r->spec, other ? other : a.best, a.id);
+    if (!offline) {
+        /* S3's failure is the one to report: this one only says why it could not be bridged */
+        hfs3_debug("%s", hfs3_errmsg());
+        hfs3_err(0, "%s", saved);
+    }
+out:
+    if (sfd >= 0)
+        close(sfd);
+    hfs3_manifest_free(m);
+    free(spath);
+    free(etag);
+    free(doc);
+    free(other);
+    free((char *)a.id);
     return rc;
 }

@@ -225,7 +225,11 @@ static char *expand_home(const char *path)
         rc = hfs3_buf_addf(&b, "%s%s", home_dir(), path + 1);
     else
         rc = hfs3_buf_adds(&b, path);
-    return rc < 0 ? NULL : hfs3_buf_take(&b, NULL);
+    if (rc < 0) {
+        hfs3_buf_free(&b);
+        return NULL;
+    }
+    return hfs3_buf_take(&b, NULL);
 }
 
 static char *home_path(const char *rel)
@@ -877,7 +881,9 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
             rc = hfs3_err(-ENOMEM, "out of memory");
             goto fail;
         }
-        rc = split_bucket(r, colon + 1);
+        /* rclone's S3 backend trims the root's slashes: name:/bucket/p is name:bucket/p (name://... is not a
+         * remote, see above) */
+        rc = split_bucket(r, colon + 1 + (colon[1] == '/'));
         if (rc == 0)
             rc = parse_rclone(r, name, &pref);
         free(name);
@@ -936,3 +942,33 @@ char *hfs3_remote_key(const hfs3_remote *r, const char *rel)
 }
 
 char *hfs3_remote_manifest_key(const hfs3_remote *r) { return hfs3_remote_key(r, ".hfs3/manifest.json"); }
+
+char *hfs3_remote_identity(const hfs3_remote *r)
+{
+    /* r->endpoint is norm_endpoint's "scheme://host[:port]" (scheme already in lower case) */
+    if (!r->endpoint || !r->bucket || !r->prefix)
+        return NULL;
+    const char *ep = r->endpoint, *sep = strstr(ep, "://");
+    const char *host = sep ? sep + 3 : ep;
+    size_t hl = *host == '[' && strchr(host, ']') ? (size_t)(strchr(host, ']') - host) + 1 : strcspn(host, ":");
+    const char *port = host[hl] == ':' ? host + hl + 1 : "";
+    while (*port == '0' && port[1]) /* ":0080" is port 80 */
+        port++;
+    int https = sep && (size_t)(sep - ep) == 5;
+    if (!strcmp(port, https ? "443" : "80"))
+        port = "";
+    hfs3_buf b;
+    hfs3_buf_init(&b, 0);
+    int rc = hfs3_buf_addf(&b, "%.*s", (int)(host - ep), ep);
+    for (size_t i = 0; rc == 0 && i < hl; i++)
+        rc = hfs3_buf_addf(&b, "%c", (char)tolower((unsigned char)host[i]));
+    if (rc == 0 && *port)
+        rc = hfs3_buf_addf(&b, ":%s", port);
+    if (rc == 0)
+        rc = hfs3_buf_addf(&b, "/%s%s%s", r->bucket, *r->prefix ? "/" : "", r->prefix);
+    if (rc < 0) {
+        hfs3_buf_free(&b);
+        return NULL;
+    }
+    return hfs3_buf_take(&b, NULL);
+}

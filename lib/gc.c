@@ -528,6 +528,7 @@ static void load_mount(const hfs3_cache *c, hfs3_gc_mount *gm, hfs3_gc_blob *b, 
         return;
     }
     gm->remote = read_line_at(c, fd, "remote", path, NULL);
+    gm->canonical = read_line_at(c, fd, "canonical", path, NULL);
     gm->error = read_line_at(c, fd, "error", path, &gm->error_time);
     struct stat st;
     if (fstatat(fd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -594,6 +595,7 @@ void hfs3_gc_mounts_free(hfs3_gc_mount *m, size_t n)
 {
     for (size_t i = 0; m && i < n; i++) {
         free(m[i].remote);
+        free(m[i].canonical);
         free(m[i].load_err);
         free(m[i].error);
         hfs3_manifest_free(m[i].m);

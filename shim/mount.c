@@ -129,14 +129,17 @@ static void load(struct sh_mount *m)
         m->broken = 1;
         return;
     }
-    if ((!have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) && !sh_offline) {
+    /* HFS3_OFFLINE=1: the helper runs only when nothing is cached, to look (without the network) for the same
+     * endpoint + bucket + prefix cached under another spelling of the REMOTE (mounts/K/canonical) */
+    if (sh_offline ? !have : !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) {
         mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
         /* with a cached index the helper itself warns (once) when it has to fall back to it */
         struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir, ttl};
         struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
-        sh_log(2, "%s: refreshing the manifest of %s", m->path, m->remote);
+        sh_log(2, sh_offline ? "%s: no manifest cached for %s: looking for one under another spelling" :
+               "%s: refreshing the manifest of %s", m->path, m->remote);
         int rc = sh_run_locked(&j);
         if (rc == -ETIMEDOUT)
             sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,

@@ -41,4 +41,13 @@ char *hfs3_remote_key(const hfs3_remote *r, const char *rel);
 /* The manifest's key: prefix + "/.hfs3/manifest.json". */
 char *hfs3_remote_manifest_key(const hfs3_remote *r);
 
+/* What r resolves to, as one string: the endpoint with its scheme and host in lower case and the scheme's
+ * default port (80, 443) dropped, then "/" bucket, then "/" prefix when there is one:
+ * "http://127.0.0.1:9000/models/qwen". Two REMOTEs with the same identity name the same objects, however
+ * they are spelled (an rclone remote or s3://, trailing slashes, path- or virtual-hosted addressing);
+ * credentials and the region (which only signs, or is part of an AWS endpoint already) are not part of it.
+ * The cache records it per mount (mounts/K/canonical) so that a mount cached under one spelling is found
+ * under another. malloc'd; NULL on OOM or for a remote without endpoint, bucket or prefix (not parsed). */
+char *hfs3_remote_identity(const hfs3_remote *r);
+
 #endif

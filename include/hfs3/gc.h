@@ -47,6 +47,8 @@ hfs3_gc_blob *hfs3_gc_find(hfs3_gc_blob *b, size_t n, const char *sha);
 typedef struct hfs3_gc_mount {
     char key[17];
     char *remote;      /* mounts/K/remote (the REMOTE string), or NULL when unknown (an older cache) */
+    char *canonical;   /* mounts/K/canonical: what REMOTE resolves to (hfs3_remote_identity), or NULL; mounts
+                          with the same one are spellings of one endpoint + bucket + prefix */
     hfs3_manifest *m;
     char *load_err;    /* why m is NULL */
     char *error;       /* mounts/K/error: the last failed refresh, or NULL */

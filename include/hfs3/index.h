@@ -9,27 +9,30 @@
 
 /* The name of mounts/<key>/ for a REMOTE: FNV-1a 64 of its canonical spelling, as 16 lowercase hex digits +
  * NUL. Spellings that name the same bucket and prefix the same way share a key: `name:bucket/prefix`,
- * `name:bucket/prefix/`, `name:bucket//prefix//` (the slashes after the bucket and at the end, which the
- * helper drops when it resolves the prefix, are dropped here too; slashes inside the prefix are part of the S3
- * keys and stay). A remote name and s3:// are different remotes: `minio:b/p` and `s3://b/p` do not share a key,
- * since only the helper can read the configuration that says where each one leads (the shim cannot). Both
- * the helper and the shim key mounts with this function. */
+ * `name:bucket/prefix/`, `name:bucket//prefix//`, `name:/bucket/prefix` (the slashes after the bucket and at
+ * the end, and the one after "name:", which the helper drops when it resolves the prefix, are dropped here too;
+ * slashes inside the prefix are part of the S3 keys and stay). A remote name and s3:// get different keys:
+ * `minio:b/p` and `s3://b/p` do not share one, since only the helper can read the configuration that says where
+ * each one leads (the shim cannot). The helper records in mounts/K/canonical what K resolves to
+ * (hfs3_remote_identity), so that `_index` finds a manifest cached under another spelling of the same endpoint,
+ * bucket and prefix (lib/cache.c). Both the helper and the shim key mounts with this function. */
 static inline void hfs3_mountkey(const char *remote, char out[17])
 {
     uint64_t h = 1469598103934665603ULL;
-    const char *p = remote, *b = NULL;
-    /* where the bucket starts: after "s3://", or after "name:" (no '/' in name, not "name://") */
+    const char *p = remote, *b = NULL, *colon_end = NULL;
+    /* where the bucket starts: after "s3://", or after "name:" (no '/' in name, not "name://"); rclone reads
+     * "name:/bucket" as "name:bucket", and so does the helper: that one slash is dropped */
     if (p[0] == 's' && p[1] == '3' && p[2] == ':' && p[3] == '/' && p[4] == '/')
-        b = p + 5;
+        b = colon_end = p + 5;
     else
         for (const char *q = p; *q && *q != '/'; q++)
             if (*q == ':') {
                 if (q != p && !(q[1] == '/' && q[2] == '/'))
-                    b = q + 1;
+                    b = (colon_end = q + 1) + (q[1] == '/');
                 break;
             }
     const char *end = p + __builtin_strlen(p), *pre = end;
-    if (b && *b != '/') {
+    if (b && *b && *b != '/') {
         const char *slash = b;
         while (*slash && *slash != '/')
             slash++;
@@ -38,8 +41,10 @@ static inline void hfs3_mountkey(const char *remote, char out[17])
             pre++;
         while (end > pre && end[-1] == '/')
             end--;
-        /* hash "head" (up to the bucket's end), then "/prefix" when there is one */
+        /* hash "head" (up to the bucket's end, without the slash dropped), then "/prefix" when there is one */
         for (const unsigned char *q = (const unsigned char *)p; q < (const unsigned char *)slash; q++) {
+            if (q == (const unsigned char *)colon_end)
+                q = (const unsigned char *)b;
             h ^= *q;
             h *= 1099511628211ULL;
         }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # t_shim_messages.sh - the shim's one-line messages say what to do: a missing manifest is the helper's own line
-# after the mount's path, offline with nothing cached says to fetch online with the same cache, a cache that
-# cannot be created names the mkdir that failed, HFS3_HELPER as a bare name is looked up in PATH (a missing one
-# says so), HFS3_LOG=debug says which helper runs, and an HFS3_MOUNTS with no valid mount still says so once.
+# after the mount's path, offline with nothing cached says what the REMOTE resolves to and to fetch online with
+# the same cache, a cache that cannot be created names the mkdir that failed, HFS3_HELPER as a bare name is looked
+# up in PATH (a missing one says so), HFS3_LOG=debug says which helper runs, and an HFS3_MOUNTS with no valid
+# mount still says so once.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_s3
@@ -19,7 +20,7 @@ shim_check "missing manifest: the mount, then the helper's line" \
   test "$(grep -c '^hfs3:' <<<"$err"):$(grep -c "^hfs3: $M/none: no manifest at s3://models/none/.*run hfs3-manifest build s3test:models/none" <<<"$err")" = 1:1
 
 err=$(HFS3_CACHE_DIR=$WORK/cache2 HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM ls "$M/flat" 2>&1); echo "$err"
-shim_check "offline, none cached: says to fetch online with this cache" test "$(grep -c "^hfs3: $M/flat: no manifest for s3test:models/flat: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch s3test:models/flat online with HFS3_CACHE_DIR=$WORK/cache2 first" <<<"$err")" = 1
+shim_check "offline, none cached: what it resolves to, and to fetch online with this cache" test "$(grep -c '^hfs3:' <<<"$err"):$(grep -c "^hfs3: $M/flat: s3test:models/flat: HFS3_OFFLINE=1 and no cached manifest for it or any REMOTE that resolves to the same $S3_ENDPOINT/models/flat: run hfs3-manifest fetch s3test:models/flat online with HFS3_CACHE_DIR=$WORK/cache2 first" <<<"$err")" = 1:1
 
 : >"$WORK/afile"
 err=$(HFS3_CACHE_DIR=/proc/hfs3-none/cache LD_PRELOAD=$HFS3_SHIM ls "$M/flat" 2>&1); echo "$err"

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hfs3/cache.h"
@@ -326,6 +327,103 @@ static void test_offline_refresh(void)
     hfs3_cache_free(c);
 }
 
+/* mounts/<key of spec>/NAME's content (NULL when unreadable). */
+static char *mount_file(const char *cdir, const char *spec, const char *name)
+{
+    char key[17], path[700];
+    hfs3_mountkey(spec, key);
+    snprintf(path, sizeof path, "%s/mounts/%s/%s", cdir, key, name);
+    char *text = NULL;
+    size_t n = 0;
+    return hfs3_read_file(path, 1 << 20, &text, &n) == 0 ? text : NULL;
+}
+
+/* issue 11 §1: offline, a spelling with nothing cached takes the entry cached under another spelling of the same
+ * endpoint + bucket + prefix (mounts/K/canonical), and only that: not another identity's, not one without an
+ * index, not when none matches (the message names what the REMOTE resolves to). */
+static void test_alias_offline(void)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/alias", root);
+    hfs3_cache *c = NULL;
+    CHECK_EQ_INT(hfs3_cache_open(p, &c), 0);
+    char *doc = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hfs3_read_file("tests/data/manifests/good-flat.json", HFS3_MAX_DOC, &doc, &n), 0);
+    hfs3_manifest *m = NULL;
+    CHECK_EQ_INT(doc ? hfs3_manifest_parse(doc, n, &m) : -1, 0);
+    if (!c || !m) {
+        free(doc);
+        hfs3_cache_free(c);
+        return;
+    }
+    hfs3_remote a = {.spec = "minio:models/qwen", .endpoint = "http://127.0.0.1:9000", .bucket = "models",
+                     .prefix = "qwen"};
+    hfs3_remote b = a, other = a, noindex = a, d = a;
+    b.spec = "s3://models/qwen/";
+    b.endpoint = "http://127.0.0.1:80"; /* written below as it resolves: a's canonical says port 80 too */
+    a.endpoint = "http://127.0.0.1";
+    other.spec = "elsewhere:models/qwen";
+    other.endpoint = "http://127.0.0.1:9001";
+    noindex.spec = "noindex:models/qwen";
+    noindex.endpoint = a.endpoint;
+    d.spec = "minio:models/other";
+    d.endpoint = a.endpoint;
+    d.prefix = "other";
+    /* a: fetched (manifest, etag, index dated 1000 s ago, canonical); "noindex": the same identity, no index;
+     * "elsewhere": another identity, a newer index */
+    const hfs3_remote *seed[] = {&a, &noindex, &other};
+    for (int i = 0; i < 3; i++) {
+        char *mdir = NULL, *id = hfs3_remote_identity(seed[i]);
+        int mfd = hfs3_cache_mount_dir(c, seed[i]->spec, 1, &mdir);
+        CHECK(mfd >= 0 && id);
+        if (mfd < 0 || !id)
+            continue;
+        CHECK_EQ_INT(hfs3_cache_write_atomic(mfd, "manifest.json", doc, n, c->file_mode, mdir), 0);
+        CHECK_EQ_INT(hfs3_cache_write_atomic(mfd, "etag", "\"e1\"", 4, c->file_mode, mdir), 0);
+        if (seed[i] != &noindex)
+            CHECK_EQ_INT(hfs3_index_install_at(m, c, mfd, mdir), 0);
+        struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = time(NULL) - (seed[i] == &a ? 1000 : 10)}};
+        utimensat(mfd, "index", t, 0);
+        hfs3_cache_write_line(c, mfd, "canonical", mdir, id);
+        close(mfd);
+        free(mdir);
+        free(id);
+    }
+    setenv("HFS3_OFFLINE", "1", 1);
+    int stale = -1;
+    CHECK_EQ_INT(hfs3_mount_refresh(c, &b, -1, &stale), 0);
+    char *got = mount_file(p, b.spec, "manifest.json"), *etag = mount_file(p, b.spec, "etag");
+    char *canon = mount_file(p, b.spec, "canonical");
+    CHECK(got && strlen(got) == n && !memcmp(got, doc, n));
+    CHECK(etag && !strcmp(etag, "\"e1\""));
+    CHECK(canon && !strcmp(canon, "http://127.0.0.1/models/qwen\n"));
+    char key[17], path[700];
+    struct stat sa, sb;
+    hfs3_mountkey(a.spec, key);
+    snprintf(path, sizeof path, "%s/mounts/%s/index", p, key);
+    CHECK_EQ_INT(stat(path, &sa), 0);
+    hfs3_mountkey(b.spec, key);
+    snprintf(path, sizeof path, "%s/mounts/%s/index", p, key);
+    CHECK_EQ_INT(stat(path, &sb), 0);
+    CHECK_EQ_INT(sb.st_mtime, sa.st_mtime); /* dated as its source: the TTL counts from the source's check */
+    CHECK(sb.st_ino != sa.st_ino);
+    free(got);
+    free(etag);
+    free(canon);
+    /* nothing cached of that identity: the message says what it resolves to */
+    CHECK_EQ_INT(hfs3_mount_refresh(c, &d, -1, &stale), -ENOENT);
+    CHECK(strstr(hfs3_errmsg(), "minio:models/other: HFS3_OFFLINE=1 and no cached manifest for it or any REMOTE "
+                 "that resolves to the same http://127.0.0.1/models/other: run hfs3-manifest fetch") != NULL);
+    CHECK(mount_file(p, d.spec, "index") == NULL);
+    /* a remote that was not parsed (no endpoint): no alias looked for, no crash */
+    hfs3_remote bare = {.spec = "bare:models/qwen"};
+    CHECK_EQ_INT(hfs3_mount_refresh(c, &bare, -1, &stale), -ENOENT);
+    unsetenv("HFS3_OFFLINE");
+    hfs3_manifest_free(m);
+    free(doc);
+    hfs3_cache_free(c);
+}
 
 /* A file of the test's own under root, for attacks to aim at: its content and mode must never change. */
 static void make_victim(char *out, size_t n)
@@ -562,6 +660,7 @@ int main(void)
     TEST(test_done_sidecar);
     TEST(test_connections_env);
     TEST(test_offline_refresh);
+    TEST(test_alias_offline);
     TEST(test_lock_planted);
     TEST(test_temp_names);
     TEST(test_fetch_planted);

@@ -114,7 +114,8 @@ static void spec_errors(void)
     bad("s3:///x", "no bucket");
     setenv("RCLONE_CONFIG_R_TYPE", "s3", 1);
     bad("r:", "no bucket");
-    bad("r:/x", "no bucket");
+    bad("r:/", "no bucket");
+    bad("r://x", "expected name:bucket/prefix");
     /* issue 7 §2: dot segments would be signed for one path and sent (or resolved) as another */
     bad("r:models/zz/../m1", "remote r:models/zz/../m1: the path has a '..' segment");
     bad("r:models/./m1", "the path has a '.' segment");
@@ -129,6 +130,109 @@ static void spec_errors(void)
     if (r)
         CHECK_EQ_STR(r->prefix, "a..b/.c/..d");
     hfs3_remote_free(r);
+    /* rclone's S3 backend trims the root's slashes: r:/x is bucket x */
+    r = ok("r:/x//p/");
+    if (r) {
+        CHECK_EQ_STR(r->bucket, "x");
+        CHECK_EQ_STR(r->prefix, "p");
+    }
+    hfs3_remote_free(r);
+}
+
+/* The identity of a spec parsed with the environment as it is; NULL after a recorded failure. */
+static char *ident(const char *spec)
+{
+    hfs3_remote *r = ok(spec);
+    char *id = r ? hfs3_remote_identity(r) : NULL;
+    CHECK(!r || id);
+    hfs3_remote_free(r);
+    return id;
+}
+
+static void check_ident(const char *spec, const char *want)
+{
+    char *id = ident(spec);
+    if (id && strcmp(id, want))
+        fprintf(stderr, "  identity of %s: %s, expected %s\n", spec, id, want);
+    CHECK(id && !strcmp(id, want));
+    free(id);
+}
+
+/* issue 11 §1: what a REMOTE resolves to, so that spellings of one endpoint + bucket + prefix share a cache
+ * entry: slashes, rclone remote or s3://, the remote's name, an endpoint's case, default port and trailing
+ * slash, the addressing style, the region and the keys do not count; the endpoint, bucket and prefix do. */
+static void identity(void)
+{
+    clean_env();
+    setenv("RCLONE_CONFIG_MINIO_TYPE", "s3", 1);
+    setenv("RCLONE_CONFIG_MINIO_ENDPOINT", "http://127.0.0.1:9000", 1);
+    setenv("RCLONE_CONFIG_MINIO_ACCESS_KEY_ID", "AK1", 1);
+    setenv("RCLONE_CONFIG_MINIO_SECRET_ACCESS_KEY", SECRET "1", 1);
+    const char *want = "http://127.0.0.1:9000/models/qwen";
+    check_ident("minio:models/qwen", want);
+    check_ident("minio:models/qwen/", want);
+    check_ident("minio:/models//qwen//", want);
+    /* another name, other keys, another region, virtual-hosted, the endpoint spelled otherwise */
+    setenv("RCLONE_CONFIG_OTHER_TYPE", "s3", 1);
+    setenv("RCLONE_CONFIG_OTHER_ENDPOINT", "HTTP://127.0.0.1:9000/", 1);
+    setenv("RCLONE_CONFIG_OTHER_REGION", "eu-west-1", 1);
+    setenv("RCLONE_CONFIG_OTHER_FORCE_PATH_STYLE", "false", 1);
+    check_ident("other:models/qwen", want);
+    /* s3:// through the AWS variables */
+    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000", 1);
+    setenv("AWS_ACCESS_KEY_ID", "AK2", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", SECRET "2", 1);
+    check_ident("s3://models/qwen", want);
+    check_ident("s3://models/qwen///", want);
+    setenv("HFS3_S3_ADDRESSING", "virtual", 1);
+    check_ident("s3://models/qwen", want);
+    unsetenv("HFS3_S3_ADDRESSING");
+    /* host names in any case, default ports dropped (also written with leading zeros), others kept */
+    setenv("AWS_ENDPOINT_URL", "http://MinIO.Example:80/", 1);
+    check_ident("s3://models/qwen", "http://minio.example/models/qwen");
+    setenv("AWS_ENDPOINT_URL", "https://minio.example:0443", 1);
+    check_ident("s3://models/qwen", "https://minio.example/models/qwen");
+    setenv("AWS_ENDPOINT_URL", "https://minio.example:80", 1);
+    check_ident("s3://models/qwen", "https://minio.example:80/models/qwen");
+    setenv("AWS_ENDPOINT_URL", "http://minio.example:443", 1);
+    check_ident("s3://models/qwen", "http://minio.example:443/models/qwen");
+    setenv("AWS_ENDPOINT_URL", "http://[FD00::1]:80", 1);
+    check_ident("s3://models/qwen", "http://[fd00::1]/models/qwen");
+    /* a bucket alone; case in the bucket and prefix counts (S3 keys are case-sensitive) */
+    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000", 1);
+    check_ident("s3://models", "http://127.0.0.1:9000/models");
+    check_ident("minio:models/", "http://127.0.0.1:9000/models");
+    check_ident("s3://models/Qwen", "http://127.0.0.1:9000/models/Qwen");
+    check_ident("s3://models/a//b", "http://127.0.0.1:9000/models/a//b");
+    /* AWS itself: the region is part of the endpoint */
+    unsetenv("AWS_ENDPOINT_URL");
+    setenv("AWS_REGION", "eu-west-1", 1);
+    check_ident("s3://models/qwen", "https://s3.eu-west-1.amazonaws.com/models/qwen");
+    setenv("AWS_REGION", "us-east-1", 1);
+    check_ident("s3://models/qwen", "https://s3.us-east-1.amazonaws.com/models/qwen");
+    /* what differs: the endpoint's scheme, host or port, the bucket, the prefix */
+    static const char *const differ[][2] = {
+        {"minio:models/qwen", "minio:models/qwen2"}, {"minio:models/qwen", "minio:models2/qwen"},
+        {"minio:models/qwen", "minio:models/qwen/sub"}, {"minio:models/qwen", "minio:models"},
+        {"minio:models/qwen", "s3://models/qwen"}, /* s3:// is AWS's endpoint here */
+        {"minio:models/qwen", "port:models/qwen"}, {"minio:models/qwen", "tls:models/qwen"},
+    };
+    setenv("RCLONE_CONFIG_PORT_TYPE", "s3", 1);
+    setenv("RCLONE_CONFIG_PORT_ENDPOINT", "http://127.0.0.1:9001", 1);
+    setenv("RCLONE_CONFIG_TLS_TYPE", "s3", 1);
+    setenv("RCLONE_CONFIG_TLS_ENDPOINT", "127.0.0.1:9000", 1); /* no scheme: https, as rclone does */
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        char *a = ident(differ[i][0]), *b = ident(differ[i][1]);
+        if (a && b && !strcmp(a, b))
+            fprintf(stderr, "  %s and %s both resolve to %s\n", differ[i][0], differ[i][1], a);
+        CHECK(a && b && strcmp(a, b) != 0);
+        free(a);
+        free(b);
+    }
+    /* the identity is a cache file's content: no key in it */
+    char *id = ident("minio:models/qwen");
+    CHECK(id && !strstr(id, SECRET) && !strstr(id, "AK1"));
+    free(id);
 }
 
 static void write_bytes(const char *rel, const char *data, size_t n)
@@ -779,6 +883,7 @@ int main(void)
     TEST(addressing_rules);
     TEST(tls_rules);
     TEST(nul_in_files);
+    TEST(identity);
 
     fflush(stderr);
     dup2(saved, 2);

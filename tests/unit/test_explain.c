@@ -76,11 +76,14 @@ static void mountkey(void)
     static const char *const same[][2] = {
         {"minio:models/qwen", "minio:models/qwen/"},   {"minio:models/qwen", "minio:models//qwen//"},
         {"s3://models/qwen", "s3://models/qwen///"},   {"minio:models", "minio:models/"},
-        {"minio:models/a//b", "minio:models/a//b/"},
+        {"minio:models/a//b", "minio:models/a//b/"}, {"minio:models/qwen", "minio:/models/qwen"},
+        {"minio:models", "minio:/models//"},
     };
     static const char *const differ[][2] = {
         {"minio:models/qwen", "s3://models/qwen"}, {"minio:models/a/b", "minio:models/a//b"},
         {"minio:models/qwen", "other:models/qwen"}, {"minio:models/qwen", "minio:models/qwen2"},
+        {"minio:/models/qwen", "minio:/models/qwen2"}, {"minio:/models", "minio:"}, {"minio:/", "minio:"},
+        {"s3://models", "s3:///models"},
     };
     char a[17], b[17];
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
