@@ -1,8 +1,8 @@
 /* walk.c - glibc's nftw(3) and ftw(3) for trees that start in a mount or at a mount's ancestor: glibc's own
  * walk calls its internal opendir and stat, which never see the mounts, so a walk that starts there is done
  * here with the interposed calls (everything else goes to glibc's, untouched). Supports FTW_PHYS, FTW_DEPTH,
- * FTW_MOUNT, FTW_CHDIR and FTW_ACTIONRETVAL; the path buffer is one heap allocation per walk (never on the
- * fast path). glibc's fts_open(3) is not routed (a known limit; coreutils and findutils use gnulib's fts). */
+ * FTW_MOUNT and FTW_ACTIONRETVAL; FTW_CHDIR goes to glibc's (a known limit: the README's); the path buffer is
+ * one heap allocation per walk (never on the fast path). glibc's fts(3) is routed the same way by fts.c. */
 #include "shim.h"
 
 #include <ftw.h>

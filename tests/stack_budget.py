@@ -18,6 +18,7 @@ MOUNT_SIDE = {
     "sh_stat", "sh_open", "sh_readlink", "sh_realpath", "sh_access", "sh_chdir", "sh_statfs", "sh_list",
     "sh_open_stream", "sh_fd_stat", "sh_fd_dirloc", "sh_resolve", "sh_mount_get", "fopen_ours", "realpath_ours",
     "statvfs_ours", "opendir_ours", "scan_ours", "dir_new", "fstat_ours", "walk_ours",
+    "o_open", "o_read", "o_children",
 }
 # recursion allowed, one frame counted: nftw's walk of a mount enters one frame per directory level, as glibc's
 # own nftw does (the budget is per level; docs/internals.md)

@@ -2,12 +2,13 @@
  *   kexact ROOT [LROOT]
  * ROOT holds the flat fixture (a.txt, same.txt with a.txt's bytes, dir/, link-to-a, dirlink -> dir, dir/up ->
  * ../dir/deeper); LROOT the links tree of t_shim_kernel.sh (a/b/f.txt, a/c/x.txt, lnk -> a/b, deep -> a/b/../c),
- * where a link's parent is not its target's parent. Run once over a read-only tmpfs and once over the mounts
+ * where a link's parent is not its target's parent. glibc's fts (FTS_PHYSICAL and FTS_LOGICAL) walks both. Run once over a read-only tmpfs and once over the mounts
  * through the shim: the two transcripts must agree, but for the differences t_shim_kernel.sh lists with their
  * reasons. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,6 +44,35 @@ static void line_name(const char *op, const char *path)
     char b[PATH_MAX];
     snprintf(b, sizeof b, "%s", path);
     printf("%-40s ok:%s\n", op, basename(b));
+}
+
+static int byname(const FTSENT **a, const FTSENT **b)
+{
+    return strcmp((*a)->fts_name, (*b)->fts_name);
+}
+
+/* glibc's fts over the tree: one line per entry, "fts-MODE(LEVEL REL) INFO[:SIZE]" (siblings by name) */
+static void fts_lines(const char *mode, int opt)
+{
+    static const char *n[] = {"?", "D", "DC", "DEFAULT", "DNR", "DOT", "DP", "ERR", "F", "INIT", "NS", "NSOK", "SL", "SLNONE", "W"};
+    char *roots[] = {(char *)root, NULL};
+    FTS *sp = fts_open(roots, opt, byname);
+    if (!sp) {
+        printf("%-40s %s\n", mode, strerrorname_np(errno));
+        return;
+    }
+    FTSENT *p;
+    size_t rl = strlen(root);
+    while ((p = fts_read(sp))) {
+        char op[PATH_MAX + 64];
+        snprintf(op, sizeof op, "fts-%s(%d %s)", mode, p->fts_level, p->fts_path[rl] ? p->fts_path + rl + 1 : ".");
+        if (p->fts_info == FTS_F || p->fts_info == FTS_SL)
+            printf("%-40s %s:%lld\n", op, n[p->fts_info], (long long)p->fts_statp->st_size);
+        else
+            printf("%-40s %s\n", op, p->fts_info <= 14 ? n[p->fts_info] : "?");
+    }
+    printf("%-40s %s\n", "fts end", errno ? strerrorname_np(errno) : "ok");
+    fts_close(sp);
 }
 
 static const char *P(const char *rel)
@@ -205,8 +235,12 @@ int main(int argc, char **argv)
         close(here);
         /* the kernel is still inside the tree (at a/), but lexically the path left it: a known limit */
         line_st("stat(lnk/../../a/c/x.txt)", stat(P("lnk/../../a/c/x.txt"), &st), &st);
+        fts_lines("phys", FTS_PHYSICAL);
+        fts_lines("log", FTS_LOGICAL);
         root = argv[1];
     }
+    fts_lines("phys", FTS_PHYSICAL);
+    fts_lines("log", FTS_LOGICAL);
     stat(P("a.txt"), &st);
     stat(P("same.txt"), &st2);
     printf("%-40s %s\n", "a.txt and same.txt (equal content)", st.st_ino == st2.st_ino ? "one inode" : "two inodes");
