@@ -24,6 +24,7 @@ typedef int (*fts64_cmp)(const FTSENT64 **, const FTSENT64 **);
 #define FTS_SLOTS 1024
 static FTS *slots[FTS_SLOTS];
 static int nslots;   /* registered handles: 0 (no fts walk of a mount open) = no scan */
+static int top;      /* slots above this were never used: a lookup stops there */
 
 static int reg_add(FTS *sp)
 {
@@ -31,6 +32,9 @@ static int reg_add(FTS *sp)
         FTS *z = NULL;
         if (!__atomic_load_n(&slots[i], __ATOMIC_RELAXED) &&
             __atomic_compare_exchange_n(&slots[i], &z, sp, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            int t = __atomic_load_n(&top, __ATOMIC_RELAXED);
+            while (t < i + 1 && !__atomic_compare_exchange_n(&top, &t, i + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                ;
             __atomic_add_fetch(&nslots, 1, __ATOMIC_ACQ_REL);
             return 0;
         }
@@ -38,12 +42,14 @@ static int reg_add(FTS *sp)
     return -1;
 }
 
-/* The slot of one of our handles, or -1 (glibc's). */
+/* The slot of one of our handles, or -1 (glibc's). A handle is looked up only after its fts_open returned, so
+ * its slot is below top by then. */
 static int reg_find(const void *sp)
 {
     if (!sp || !__atomic_load_n(&nslots, __ATOMIC_ACQUIRE))
         return -1;
-    for (int i = 0; i < FTS_SLOTS; i++)
+    int t = __atomic_load_n(&top, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < t; i++)
         if (__atomic_load_n(&slots[i], __ATOMIC_ACQUIRE) == sp)
             return i;
     return -1;
