@@ -23,18 +23,20 @@
  * answer (its compare-and-swap fails). */
 static unsigned long cwd_word;
 
-/* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..).
- * 0 or -ENAMETOOLONG. */
-int sh_normalise(const char *in, char *out, size_t outn, int *slash)
+/* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..);
+ * *dotdot = it had a ".." component. 0 or -ENAMETOOLONG. */
+static int normalise(const char *in, char *out, size_t outn, int *slash, int *dotdot)
 {
     size_t o = 0, n;
     const char *p = in, *s;
-    int trailing = 0;
+    int trailing = 0, dd = 0;
     while ((n = sh_next_comp(&p, &s))) {
         int dot = sh_dot_comp(s, n);
         trailing = dot != 0;
-        if (dot == 2)
+        if (dot == 2) {
             o = sh_drop_comp(out, o);
+            dd = 1;
+        }
         if (dot)
             continue;
         if (o + 1 + n + 1 > outn)
@@ -50,10 +52,59 @@ int sh_normalise(const char *in, char *out, size_t outn, int *slash)
     out[o] = 0;
     if (slash)
         *slash = trailing;
+    if (dotdot)
+        *dotdot = dd;
     return 0;
 }
 
+int sh_normalise(const char *in, char *out, size_t outn, int *slash)
+{
+    return normalise(in, out, outn, slash, NULL);
+}
+
 /* --- classification ---------------------------------------------------------------------------------- */
+
+/* 1 when the normalised path o[0..ol) is mount m's root or below it. */
+static int in_mount(const char *o, size_t ol, const struct sh_mount *m)
+{
+    return ol >= m->len && !memcmp(o, m->path, m->len) && (ol == m->len || o[m->len] == '/');
+}
+
+/* ".." inside a mount, as the kernel takes it: normalisation dropped a component without looking it up, but
+ * "file/.." is ENOTDIR, "missing/.." ENOENT and "dirlink/.." the parent of the link's target. When the path
+ * (which lands in mount m) applied a ".." below m's root, l->raw gets the spelling from where the path last
+ * entered m's root from above, unnormalised (in l->scr->b), and sh_resolve walks that with the walk's ".."
+ * (one level up from the entry reached). A ".." that climbs out of a mount's root from inside stays lexical:
+ * what precedes it is not looked up ("m/file/../../m/x" answers for m/x where the kernel says ENOTDIR). */
+static void raw_rel(const char *path, const struct sh_mount *m, struct sh_loc *l)
+{
+    char *o = l->scr->c;
+    size_t ol = 0, n;
+    const char *p = path, *s, *from = NULL;
+    int dd = 0;
+    while ((n = sh_next_comp(&p, &s))) {
+        int dot = sh_dot_comp(s, n), was_in = in_mount(o, ol, m);
+        if (dot == 2) {
+            ol = sh_drop_comp(o, ol);
+        } else if (!dot) {
+            if (ol + 1 + n > SH_SCR)
+                return;
+            o[ol] = '/';
+            memcpy(o + ol + 1, s, n);
+            ol += 1 + n;
+        }
+        if (!in_mount(o, ol, m))
+            from = NULL;
+        else if (!was_in)
+            from = p, dd = 0;   /* entered the root from above: the raw part starts after this component */
+        else if (dot == 2)
+            dd = 1;
+    }
+    if (!from || !dd || strlen(from) >= SH_SCR)
+        return;
+    strcpy(l->scr->b, from);
+    l->raw = l->scr->b;
+}
 
 int sh_classify_abs(const char *path, struct sh_loc *l)
 {
@@ -64,21 +115,25 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
         if (sh_mounts[i].first_len - 1 == n && !memcmp(sh_mounts[i].path + 1, s, n))
             maybe = 1;
     l->kind = L_NONE;
+    l->raw = NULL;
     if (!maybe)
         return L_NONE;
     if (!l->scr)
         l->scr = sh_scratch_get();
     l->path = l->scr->a;
-    if (sh_normalise(path, l->path, SH_PATH, &l->slash) < 0)
+    int dotdot;
+    if (normalise(path, l->path, SH_PATH, &l->slash, &dotdot) < 0)
         return L_NONE;
     size_t len = strlen(l->path);
     for (int i = 0; i < sh_nmounts; i++) {
         const struct sh_mount *m = &sh_mounts[i];
-        if (len >= m->len && !memcmp(l->path, m->path, m->len) && (l->path[m->len] == 0 || l->path[m->len] == '/')) {
+        if (in_mount(l->path, len, m)) {
             l->kind = L_MNT;
             l->m = i;
             l->rel = l->path + m->len + (l->path[m->len] == '/');
             sh_hub_classify(l);   /* a hub's repository: its sub-mount (hub.c) */
+            if (dotdot && !sh_mounts[l->m].hub)   /* a hub's own root: its names stay lexical */
+                raw_rel(path, &sh_mounts[l->m], l);
             return L_MNT;
         }
     }

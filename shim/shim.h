@@ -101,12 +101,14 @@ struct sh_loc {
     int m;                     /* mount (L_MNT; for L_ANC the first mount below it) */
     int slash;                 /* the spelling ended in '/': the result must be a directory */
     const char *rel;           /* L_MNT: the path inside the mount ("" for its root), points into path */
+    const char *raw;           /* L_MNT, NULL unless a ".." was applied below the mount's root: the spelling from
+                                * where it last entered the root, unnormalised (scr->b); sh_resolve walks it */
     char *path;                /* normalised absolute logical path (SH_PATH bytes of scr) */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
 void sh_loc_done(struct sh_loc *l);
 /* A location on the stack: small; its scratch (if any) is given back at the end of the scope. */
-#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL}
+#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL, NULL}
 
 /* fd table kinds */
 enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };

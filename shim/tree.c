@@ -159,7 +159,8 @@ void sh_anc_path(const char *logical, char *out, size_t n)
         out[0] = 0;
 }
 
-/* Resolves l (L_MNT) to an entry; -EAGAIN when the mount is unloaded in a vfork child. */
+/* Resolves l (L_MNT) to an entry; -EAGAIN when the mount is unloaded in a vfork child. Every path call on a mount
+ * (stat, open, opendir, chdir, access, readlink, realpath, listings) comes here, so ".." is taken alike. */
 int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e)
 {
     struct sh_mount *m = &sh_mounts[l->m];
@@ -167,13 +168,16 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
     if (rc < 0)
         return rc;
     *mp = m;
+    /* a ".." applied below the root: the spelling as written, each ".." one level up from what the walk
+     * reached (path.c, raw_rel) */
+    const char *rel = l->raw ? l->raw : l->rel;
     if (m->broken) {
-        if (*l->rel)
+        if (*rel)
             return m->hub ? -ENOENT : -EIO;   /* a hub: a name not in its repository list */
         *e = 0;
         return 1;   /* the root of a broken mount */
     }
-    rc = walk(m, l->rel, follow || l->slash, e);
+    rc = walk(m, rel, follow || l->slash, e);
     if (rc == 0 && l->slash && m->ents[*e].type != HFS3_IX_DIR)
         return -ENOTDIR;
     return rc;

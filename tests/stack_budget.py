@@ -20,6 +20,7 @@ MOUNT_SIDE = {
     "statvfs_ours", "opendir_ours", "scan_ours", "dir_new", "fstat_ours", "walk_ours",
     # hub.c: a path inside a hub mount, or a real path inside the cache's skeleton of one of its repositories
     "sh_hub_classify", "sh_hub_map",
+    "o_open", "o_read", "o_children",
 }
 # recursion allowed, one frame counted: nftw's walk of a mount enters one frame per directory level, as glibc's
 # own nftw does (the budget is per level; docs/internals.md)

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -97,11 +98,21 @@ static void on_path(const char *p)
         free(list[i]);
     if (n >= 0)
         free(list);
+    char *roots[] = {(char *)p, NULL};
+    FTS *ft = fts_open(roots, FTS_LOGICAL, NULL);
+    long ne = 0;
+    FTSENT *e;
+    while (ft && (e = fts_read(ft)))
+        ne += e->fts_info;
+    DO("fts", ft ? ne : -1);
+    if (ft)
+        fts_close(ft);
 }
 
 static void *run(void *arg)
 {
-    static const char *rel[] = {"a.txt", "dir", "link-to-a", "dir/deeper/c.txt", "nope", "dir/nope/x", "dirlink/up"};
+    static const char *rel[] = {"a.txt", "dir", "link-to-a", "dir/deeper/c.txt", "nope", "dir/nope/x", "dirlink/up",
+                                 "a.txt/..", "dirlink/deeper/../b.bin", "nope/.."};
     char p[256];
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
         snprintf(p, sizeof p, "%s/%s", mnt, rel[i]);
