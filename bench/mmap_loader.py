@@ -11,8 +11,8 @@ first = None
 total = 0
 acc = 0
 for name in shards:
-    fd = os.open(os.path.join(root, name), os.O_RDONLY)
     t_open = time.perf_counter()
+    fd = os.open(os.path.join(root, name), os.O_RDONLY)
     size = os.fstat(fd).st_size
     with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as m:
         acc ^= m[0]
