@@ -43,8 +43,8 @@ if command -v valgrind >/dev/null; then
   echo
   echo "instructions per iteration (callgrind, slope between 1000 and 11000 iterations)"
   printf '%-58s %7s %7s %7s\n' "loop" plain shim added
-  for k in "pair $exist stat()+open()+close(), existing file outside the mounts" \
-           "stat $deep stat(), missing file outside the mounts (8 deep)"; do
+  # (not the failing stat: valgrind 3.19 answers openat2 with ENOSYS, so under it the shim walks instead)
+  for k in "pair $exist stat()+open()+close(), existing file outside the mounts"; do
     set -- $k; kind=$1 path=$2; shift 2
     a=$(slope "$kind" "$path"); b=$(slope "$kind" "$path" shim)
     printf '%-58s %7d %7d %7d\n' "$*" "$a" "$b" $((b - a))
