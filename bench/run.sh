@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh - benchmarks, each a ratio against a reference measured in the same run (never a timed test).
-#   BENCH_GIB=1 (model size), BENCH_ROUNDS=3
+#   BENCH_GIB=1 (model size), BENCH_ROUNDS=5 (reference-server rounds), BENCH_NODE_ROUNDS=2 (Node server and
+#   hashing rounds), BENCH_MEM_GIB=4 (the second model of the memory check; 0 skips it).
+#   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD BUILD=${BUILD:-build}
@@ -8,12 +10,17 @@ export BUILD HFS3_BIN=$ROOT/$BUILD/bin/hfs3-manifest HFS3_SHIM=$ROOT/$BUILD/lib/
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hfs3-bench.XXXXXX")
 source scripts/s3env.sh
 s3env_start "$WORK"
-trap 's3env_stop; rm -rf "$WORK"' EXIT
+trap 's3env_stop; mkdir -p bench/results/raw; cp "$WORK"/results/*.json bench/results/raw/ 2>/dev/null; rm -rf "$WORK"' EXIT
 gib=${BENCH_GIB:-1}
 mb=$(python3 -c "print(int($gib * 1024 / 4))")
 echo "bench: generating a ${gib} GiB model in 4 shards + small files, uploading with rclone..."
 python3 scripts/gen_model.py flat "$WORK/model" --shards "$mb,$mb,$mb,$mb" --seed 11
 rclone copy "$WORK/model" s3test:models/bench
-python3 bench/hash_bench.py "$WORK/model" s3test:models/bench "${BENCH_ROUNDS:-3}"
-for b in bench/bench_*.sh; do [ -e "$b" ] && WORK=$WORK HFS3_ROOT=$ROOT bash "$b"; done
+mkdir -p "$WORK/results"
+python3 bench/hash_bench.py "$WORK/model" s3test:models/bench "${BENCH_NODE_ROUNDS:-2}" | tee "$WORK/results/hash.txt"
+WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_nginx.sh
+# bench_fetch.sh builds the manifest in the Node server that bench_shim_overhead.sh's mount reads
+WORK=$WORK HFS3_ROOT=$ROOT BENCH_ROUNDS=${BENCH_NODE_ROUNDS:-2} bash bench/bench_fetch.sh | tee "$WORK/results/node.txt"
+WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_shim_overhead.sh | tee "$WORK/results/shim.txt"
+python3 bench/report.py "$WORK/results" bench/results/latest.md bench/results/latest.png
 exit 0

@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 
 DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev uthash-dev libexpat1-dev
           rclone python3 python3-boto3 nodejs npm openssl coreutils curl stunnel4
-          ceph-mon ceph-osd radosgw)  # Ceph's RADOS Gateway: the real S3 server of the RGW tests (scripts/rgwenv.sh)
+          ceph-mon ceph-osd radosgw   # Ceph's RADOS Gateway: the real S3 server of the RGW tests (scripts/rgwenv.sh)
+          # `make bench`: nginx-light (the reference server), aria2 (a comparison), gnuplot-nox (the chart),
+          # valgrind (callgrind counts the shim's instructions), time
+          nginx-light aria2 gnuplot-nox valgrind time)
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   # nodejs/npm from NodeSource count as present: any node >= 18 with npm will do.

@@ -27,12 +27,14 @@ struct fdent {
     ino_t ino;
 };
 static struct fdent fdtab[SH_FD_MAX];
+int sh_fd_used;   /* set once the shim has returned a descriptor of its own (shim.h sh_fd_forget) */
 
 void sh_fd_set(int fd, int kind, int m, uint32_t e)
 {
     struct stat st;
     if (fd < 0 || fd >= SH_FD_MAX || sh_in_vfork() || sh_r.fstat(fd, &st) < 0)
         return;
+    __atomic_store_n(&sh_fd_used, 1, __ATOMIC_RELAXED);
     fdtab[fd].kind = 0;
     fdtab[fd].m = (uint32_t)m;
     fdtab[fd].e = e;
@@ -58,6 +60,7 @@ void sh_fd_dup(int from, int to)
     }
     if (sh_in_vfork())
         return;
+    __atomic_store_n(&sh_fd_used, 1, __ATOMIC_RELAXED);
     fdtab[to].kind = 0;
     fdtab[to].m = fdtab[from].m;
     fdtab[to].e = fdtab[from].e;

@@ -233,6 +233,7 @@ static void init_once_fn(void)
     sh_r.access = REAL(access, int (*)(const char *, int));
     sh_r.fcntl = REAL(fcntl, int (*)(int, int, ...));
     parse_env();
+    sh_filter_build();
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 

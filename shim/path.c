@@ -12,7 +12,9 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,7 +23,23 @@
 /* What is known of the cwd: bit 0 set = it is not in a mount's skeleton; the rest is a generation that every
  * chdir/fchdir bumps, so a thread that looked at the cwd before another thread's chdir cannot store a stale
  * answer (its compare-and-swap fails). */
-static unsigned long cwd_word;
+unsigned long sh_cwd_word;
+
+/* sh_outside's filter (shim.h) */
+unsigned char sh_first_map[256];
+
+void sh_filter_build(void)
+{
+    unsigned char m[256] = {0};
+    for (int i = 0; i < sh_nmounts; i++)
+        m[(unsigned char)sh_mounts[i].path[1]] = 1;
+    if (sh_nmounts)
+        m['.'] = m['/'] = 1;
+    if (sh_env_error[0] && !__atomic_load_n(&sh_env_error_logged, __ATOMIC_ACQUIRE))
+        memset(m, 1, sizeof m);
+    for (int i = 0; i < 256; i++)
+        __atomic_store_n(&sh_first_map[i], m[i], __ATOMIC_RELAXED);
+}
 
 /* Lexical normalisation of an absolute path: "//a/./b/../c/" -> "/a/c". *slash = it ended in '/' (or /. /..);
  * *dotdot = it had a ".." component. 0 or -ENAMETOOLONG. */
@@ -187,7 +205,7 @@ int sh_map_back(const char *real, char *out, size_t outn)
 /* Classifies path relative to the cwd when the cwd is inside the skeleton of a mount (or an ancestor). */
 static int cwd_classify(const char *path, struct sh_loc *l)
 {
-    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_ACQUIRE);
+    unsigned long w = __atomic_load_n(&sh_cwd_word, __ATOMIC_ACQUIRE);
     if (w & 1)
         return L_NONE;
     SH_SCRATCH(t);
@@ -200,7 +218,7 @@ static int cwd_classify(const char *path, struct sh_loc *l)
     }
     /* not in a mount: remember it, unless a chdir came in between (vfork children share the word: no) */
     if (!sh_in_vfork())
-        __atomic_compare_exchange_n(&cwd_word, &w, w | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(&sh_cwd_word, &w, w | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     return L_NONE;
 }
 
@@ -208,10 +226,10 @@ void sh_cwd_changed(void)
 {
     /* a new generation, "unknown" (bit 0 clear); in a vfork child too: the parent's cwd is not affected, but
      * forgetting costs the parent one getcwd, while a stale "not in a mount" would answer wrongly */
-    unsigned long w = __atomic_load_n(&cwd_word, __ATOMIC_RELAXED), n;
+    unsigned long w = __atomic_load_n(&sh_cwd_word, __ATOMIC_RELAXED), n;
     do
         n = (w | 1) + 1;
-    while (!__atomic_compare_exchange_n(&cwd_word, &w, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+    while (!__atomic_compare_exchange_n(&sh_cwd_word, &w, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
 static int join_classify(const char *base, const char *path, struct sh_loc *l)
@@ -229,6 +247,7 @@ int sh_classify(int dirfd, const char *path, struct sh_loc *l)
     if (__builtin_expect(sh_env_error[0], 0) && !__atomic_exchange_n(&sh_env_error_logged, 1, __ATOMIC_ACQ_REL)) {
         int e = errno;
         sh_log(0, "%s", sh_env_error);
+        sh_filter_build();
         errno = e;
     }
     if (!sh_nmounts || !path || !*path)
@@ -286,12 +305,39 @@ static int parent_rules_out(const char *abs)
     return sh_classify_abs(full, &l) == L_NONE;
 }
 
+/* One system call that rules most failed calls out: openat2 with RESOLVE_NO_SYMLINKS walks the same path and
+ * fails with ENOENT/ENOTDIR only when it reached the missing component without meeting a symlink, and then
+ * the real path is the lexical one the caller already classified. 1: no symlink on the way (the caller's real
+ * answer stands, for an absolute path); 0: a symlink on the way (ELOOP), it exists now, or openat2 is not
+ * there (ENOSYS, or EPERM from a seccomp filter: remembered, not asked again): walk. errno is the caller's. */
+static int nosym_miss(int dirfd, const char *path)
+{
+    static int unusable;
+    if (__atomic_load_n(&unusable, __ATOMIC_RELAXED))
+        return 0;
+    struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+    long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    if (fd >= 0) {
+        sh_r.close((int)fd);
+        return 0;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return 1;
+    if (errno == ENOSYS || errno == EPERM || errno == E2BIG)
+        __atomic_store_n(&unusable, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
 int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
     if (!sh_nmounts || !path || !*path)
         return L_NONE;
     int e = errno;
+    if (path[0] == '/' && nosym_miss(AT_FDCWD, path)) {
+        errno = e;
+        return L_NONE;
+    }
     SH_SCRATCH(t);
     /* rem: what is left to walk; res: the resolved real prefix; tmp, tgt: for splicing in a link's target */
     char *rem = t->a, *res = t->b, *tmp = t->c, *tgt = t->d;
@@ -316,7 +362,13 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
         if ((size_t)snprintf(rem, SH_SCR, "%s/%s", b, path) >= SH_SCR)
             goto none;
     }
-    if (parent_rules_out(rem))
+    if (path[0] != '/' && nosym_miss(dirfd, path)) {
+        /* no symlink in the relative part: the base (the cwd, a directory descriptor) is a real path, so the
+         * joined path is where the call went; a mount's ancestor (cwd "/", path "models/x") is still one */
+        SH_LOC(j);
+        if (sh_classify_abs(rem, &j) == L_NONE)
+            goto none;
+    } else if (parent_rules_out(rem))
         goto none;
     size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
     res[0] = 0;

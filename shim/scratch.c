@@ -33,8 +33,3 @@ void sh_scratch_put(struct sh_scratch **s)
         *s = NULL;
     }
 }
-
-void sh_loc_done(struct sh_loc *l)
-{
-    sh_scratch_put(&l->scr);
-}

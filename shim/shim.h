@@ -106,7 +106,12 @@ struct sh_loc {
     char *path;                /* normalised absolute logical path (SH_PATH bytes of scr) */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
-void sh_loc_done(struct sh_loc *l);
+void sh_scratch_put(struct sh_scratch **s);
+static inline void sh_loc_done(struct sh_loc *l)
+{
+    if (l->scr)
+        sh_scratch_put(&l->scr);
+}
 /* A location on the stack: small; its scratch (if any) is given back at the end of the scope. */
 #define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL, NULL}
 
@@ -134,6 +139,28 @@ void sh_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * classifies the result (L_NONE when it does not land in a mount). */
 int sh_classify(int dirfd, const char *path, struct sh_loc *l);
 int sh_fallback(int dirfd, const char *path, struct sh_loc *l);
+/* The fast path's filter, built from the mounts once they are parsed (sh_filter_build): sh_first_map[c] is 1
+ * when some mount's first component starts with byte c; also for '.' ("/../models" is a mount path) and '/'
+ * ("//models") when there is a mount, and for every byte while an HFS3_MOUNTS error waits to be logged
+ * (sh_classify logs it, then rebuilds). sh_cwd_word bit 0: the cwd is known to be outside every mount's
+ * skeleton (path.c). */
+extern unsigned char sh_first_map[256];
+extern unsigned long sh_cwd_word;
+extern char sh_env_error[1024];
+extern int sh_env_error_logged;
+void sh_filter_build(void);
+/* 1 when path is surely outside the mounts and their ancestors (sh_classify would say L_NONE): one table
+ * load for an absolute path, no call, errno untouched. 0: ask sh_classify. */
+static inline int sh_outside(int dirfd, const char *path)
+{
+    if (!path)
+        return 1;
+    if (__builtin_expect(path[0] == '/', 1))
+        return !__atomic_load_n(&sh_first_map[(unsigned char)path[1]], __ATOMIC_RELAXED);
+    return !path[0] || !__atomic_load_n(&sh_first_map['.'], __ATOMIC_RELAXED) ||
+           (dirfd == AT_FDCWD && (__atomic_load_n(&sh_cwd_word, __ATOMIC_RELAXED) & 1));
+}
+
 /* errno after a failed real call that may warrant sh_fallback */
 #define SH_FALLBACK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR)
 
@@ -149,6 +176,14 @@ int sh_statfs(const struct sh_loc *l, struct statfs *sf);
 /* Descriptors. */
 void sh_fd_set(int fd, int kind, int m, uint32_t e);
 void sh_fd_clear(int fd);
+/* sh_fd_clear for a descriptor the real libc just returned or is closing: nothing to do (one load) until the
+ * shim has ever returned a descriptor of its own in this process. */
+extern int sh_fd_used;
+static inline void sh_fd_forget(int fd)
+{
+    if (__builtin_expect(__atomic_load_n(&sh_fd_used, __ATOMIC_RELAXED), 0))
+        sh_fd_clear(fd);
+}
 void sh_fd_dup(int from, int to);
 /* 1 and *l (a logical dir location) when fd is a live descriptor the shim returned for a directory. */
 int sh_fd_dirloc(int fd, struct sh_loc *l);

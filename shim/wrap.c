@@ -24,15 +24,55 @@ static int anc_real(const struct sh_loc *l)
  * location) and e_ (the caller's errno) in scope; OURS returns. */
 #define WITH_LOC(DIRFD, PATH, REALEXPR, FAILED, OURS)                                                       \
     do {                                                                                                    \
-        SH_LOC(l_);                                                                                   \
         int e_ = errno;                                                                                     \
-        if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                                 \
-            __typeof__(REALEXPR) rv_ = (REALEXPR);                                                          \
+        int fast_ = sh_outside((DIRFD), (PATH));                                                            \
+        __typeof__(REALEXPR) rv_ = 0;                                                                       \
+        if (__builtin_expect(fast_, 1)) {                                                                   \
+            rv_ = (REALEXPR);                                                                               \
+            if (__builtin_expect(!(FAILED) || !SH_FALLBACK_ERR(errno), 1))                                  \
+                return rv_;                                                                                 \
+        }                                                                                                   \
+        SH_LOC(l_);                                                                                         \
+        if (fast_) {                                                                                        \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
+                return rv_;                                                                                 \
+        } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            rv_ = (REALEXPR);                                                                               \
             if (!(FAILED) || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)        \
                 return rv_;                                                                                 \
         }                                                                                                   \
         OURS;                                                                                               \
     } while (0)
+
+/* WITH_LOC split in two for the hottest calls (a stat, an access of a path outside the mounts): the exported
+ * function is only the fast path (the filter, the real call, the result), so its frame stays small; the rest
+ * is NAME_slow, which gets the caller's errno e_ and fast_ (1: the real call already failed with ENOENT/ENOTDIR).
+ * For functions returning int, -1 on failure. PARAMS and ARGS in parentheses. */
+#define SH_UNPAREN(...) __VA_ARGS__
+#define WITH_LOC_SPLIT(NAME, PARAMS, ARGS, DIRFD, PATH, REALEXPR, OURS)                                     \
+    static __attribute__((noinline)) int NAME##_slow(int e_, int fast_, SH_UNPAREN PARAMS)                  \
+    {                                                                                                       \
+        SH_LOC(l_);                                                                                         \
+        if (fast_) {                                                                                        \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
+                return -1;                                                                                  \
+        } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            int rv_ = (REALEXPR);                                                                           \
+            if (rv_ >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)         \
+                return rv_;                                                                                 \
+        }                                                                                                   \
+        OURS;                                                                                               \
+    }                                                                                                       \
+    SH_EXPORT int NAME(SH_UNPAREN PARAMS)                                                                   \
+    {                                                                                                       \
+        int e_ = errno;                                                                                     \
+        if (__builtin_expect(!sh_outside((DIRFD), (PATH)), 0))                                              \
+            return NAME##_slow(e_, 0, SH_UNPAREN ARGS);                                                     \
+        int rv_ = (REALEXPR);                                                                               \
+        if (__builtin_expect(rv_ >= 0, 1) || !SH_FALLBACK_ERR(errno))                                       \
+            return rv_;                                                                                     \
+        return NAME##_slow(e_, 1, SH_UNPAREN ARGS);                                                         \
+    }
 
 /* Hides glibc's nonnull declarations from the optimiser: Rust passes NULL on purpose (EFAULT probe). */
 #define LAUNDER(p) __asm__("" : "+r"(p))
@@ -50,15 +90,19 @@ static int anc_real(const struct sh_loc *l)
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
-static int do_open(int dirfd, const char *path, int flags, mode_t mode)
+/* Past the fast path: a path that may be a mount's (fallback = 0), or one outside whose real open just failed
+ * with ENOENT/ENOTDIR (fallback = 1: -1 and the real errno unless it reaches a mount through real symlinks). */
+static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int flags, mode_t mode, int e, int fallback)
 {
     SH_LOC(l);
-    int e = errno;
-    if (sh_classify(dirfd, path, &l) == L_NONE) {
+    if (fallback) {
+        if (sh_fallback(dirfd, path, &l) == L_NONE)
+            return -1;
+    } else if (sh_classify(dirfd, path, &l) == L_NONE) {
         int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
                                    : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
         if (fd >= 0) {
-            sh_fd_clear(fd);
+            sh_fd_forget(fd);
             return fd;
         }
         if (!SH_FALLBACK_ERR(errno) || sh_fallback(dirfd, path, &l) == L_NONE)
@@ -67,44 +111,53 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
     return sh_ret(sh_open(&l, flags, mode), e);
 }
 
-static mode_t open_mode(int flags, va_list ap)
+static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
-    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+    int e = errno;
+    if (__builtin_expect(!sh_outside(dirfd, path), 0))
+        return open_slow(dirfd, path, flags, mode, e, 0);
+    int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
+                               : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
+    if (__builtin_expect(fd >= 0, 1)) {
+        sh_fd_forget(fd);
+        return fd;
+    }
+    if (!SH_FALLBACK_ERR(errno))
+        return fd;
+    return open_slow(dirfd, path, flags, mode, e, 1);
 }
+
+/* the mode argument, read only when flags say there is one (va_start off the fast path) */
+#define OPEN_MODE(flags, mode)                                                                              \
+    mode_t mode = 0;                                                                                        \
+    if (__builtin_expect((flags) & (O_CREAT | __O_TMPFILE), 0)) { /* glibc's __OPEN_NEEDS_MODE, cheaper */  \
+        va_list ap;                                                                                         \
+        va_start(ap, flags);                                                                                \
+        mode = (mode_t)va_arg(ap, int);                                                                     \
+        va_end(ap);                                                                                         \
+    }
 
 SH_EXPORT int open(const char *path, int flags, ...)
 {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
+    OPEN_MODE(flags, mode)
     return do_open(AT_FDCWD, path, flags, mode);
 }
 
 SH_EXPORT int open64(const char *path, int flags, ...)
 {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
+    OPEN_MODE(flags, mode)
     return do_open(AT_FDCWD, path, flags, mode);
 }
 
 SH_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
+    OPEN_MODE(flags, mode)
     return do_open(dirfd, path, flags, mode);
 }
 
 SH_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
+    OPEN_MODE(flags, mode)
     return do_open(dirfd, path, flags, mode);
 }
 
@@ -162,10 +215,10 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
 {
     SH_LOC(l);
     int e = errno;
-    if (sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+    if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         FILE *f = real(path, mode);
         if (f) {
-            sh_fd_clear(fileno(f));
+            sh_fd_forget(fileno(f));
             return f;
         }
         if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
@@ -231,22 +284,10 @@ typedef int (*fxstatat_fn)(int, int, const char *, struct stat *, int);
 typedef int (*fstat_fn)(int, struct stat *);
 typedef int (*fxstat_fn)(int, int, struct stat *);
 
-SH_EXPORT int stat(const char *p, struct stat *st)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(stat, stat_fn)(p, st), rv_ < 0, STAT_OURS(1, st));
-}
-SH_EXPORT int stat64(const char *p, struct stat64 *st)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(stat64, int (*)(const char *, struct stat64 *))(p, st), rv_ < 0, STAT_OURS(1, st));
-}
-SH_EXPORT int lstat(const char *p, struct stat *st)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(lstat, stat_fn)(p, st), rv_ < 0, STAT_OURS(0, st));
-}
-SH_EXPORT int lstat64(const char *p, struct stat64 *st)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(lstat64, int (*)(const char *, struct stat64 *))(p, st), rv_ < 0, STAT_OURS(0, st));
-}
+WITH_LOC_SPLIT(stat, (const char *p, struct stat *st), (p, st), AT_FDCWD, p, REAL(stat, stat_fn)(p, st), STAT_OURS(1, st))
+WITH_LOC_SPLIT(stat64, (const char *p, struct stat64 *st), (p, st), AT_FDCWD, p, REAL(stat64, int (*)(const char *, struct stat64 *))(p, st), STAT_OURS(1, st))
+WITH_LOC_SPLIT(lstat, (const char *p, struct stat *st), (p, st), AT_FDCWD, p, REAL(lstat, stat_fn)(p, st), STAT_OURS(0, st))
+WITH_LOC_SPLIT(lstat64, (const char *p, struct stat64 *st), (p, st), AT_FDCWD, p, REAL(lstat64, int (*)(const char *, struct stat64 *))(p, st), STAT_OURS(0, st))
 SH_EXPORT int __xstat(int v, const char *p, struct stat *st)
 {
     WITH_LOC(AT_FDCWD, p, REAL(__xstat, xstat_fn)(v, p, st), rv_ < 0, STAT_OURS(1, st));
@@ -354,21 +395,12 @@ SH_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct stat
 
 /* --- access -------------------------------------------------------------------------------------------- */
 
-SH_EXPORT int access(const char *p, int mode)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(access, int (*)(const char *, int))(p, mode), rv_ < 0,
-             return sh_ret(sh_access(&l_, mode), e_));
-}
-SH_EXPORT int eaccess(const char *p, int mode)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(eaccess, int (*)(const char *, int))(p, mode), rv_ < 0,
-             return sh_ret(sh_access(&l_, mode), e_));
-}
-SH_EXPORT int euidaccess(const char *p, int mode)
-{
-    WITH_LOC(AT_FDCWD, p, REAL(euidaccess, int (*)(const char *, int))(p, mode), rv_ < 0,
-             return sh_ret(sh_access(&l_, mode), e_));
-}
+WITH_LOC_SPLIT(access, (const char *p, int mode), (p, mode), AT_FDCWD, p, REAL(access, int (*)(const char *, int))(p, mode),
+               return sh_ret(sh_access(&l_, mode), e_))
+WITH_LOC_SPLIT(eaccess, (const char *p, int mode), (p, mode), AT_FDCWD, p, REAL(eaccess, int (*)(const char *, int))(p, mode),
+               return sh_ret(sh_access(&l_, mode), e_))
+WITH_LOC_SPLIT(euidaccess, (const char *p, int mode), (p, mode), AT_FDCWD, p, REAL(euidaccess, int (*)(const char *, int))(p, mode),
+               return sh_ret(sh_access(&l_, mode), e_))
 SH_EXPORT int faccessat(int d, const char *p, int mode, int fl)
 {
     WITH_LOC(d, p, REAL(faccessat, int (*)(int, const char *, int, int))(d, p, mode, fl), rv_ < 0,
@@ -671,7 +703,7 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 static int in_mount(int d, const char *p)
 {
     SH_LOC(l);
-    return sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
+    return !sh_outside(d, p) && sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
 }
 
 #define RO2(D1, P1, D2, P2, REALEXPR)                                                                       \
@@ -832,8 +864,9 @@ SH_EXPORT int futimes(int fd, const struct timeval t[2])
 
 SH_EXPORT int close(int fd)
 {
-    sh_fd_clear(fd);
-    return REAL(close, int (*)(int))(fd);
+    int (*real)(int) = REAL(close, int (*)(int));
+    sh_fd_forget(fd);
+    return real(fd);
 }
 
 SH_EXPORT int dup(int fd)

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""bench_ref.py MODEL_DIR NGINX_ENDPOINT BUCKET/PREFIX ROUNDS OUT_JSON - cold download of a whole model from the
+reference server (nginx serving the same objects as static files), side by side, interleaved rounds: wall time
+and CPU seconds (user + system of the client's whole process tree, detached helpers included: each run is put in
+its own cpuacct cgroup when the machine allows it, else getrusage of the waited-for tree) per GiB, for
+`hfs3-manifest fetch`, cold loads through the shim (the demo's Python loader and an mmap loader), parallel curl
+ranged GETs to /dev/null, aria2c -x8 -s8 and rclone's http backend. Median and spread (min-max)."""
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
+
+model, endpoint, bp, rounds, out_json = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+hfs3, shim, root = os.environ["HFS3_BIN"], os.environ["HFS3_SHIM"], os.environ["HFS3_ROOT"]
+remote = os.environ["HFS3_REF_REMOTE"]          # an rclone-style remote pointing at nginx, e.g. ngx:models/bench
+files = sorted(f for f in os.listdir(model) if os.path.isfile(os.path.join(model, f)))
+sizes = {f: os.path.getsize(os.path.join(model, f)) for f in files}
+total = sum(sizes.values())
+gib = total / 2**30
+work = tempfile.mkdtemp(prefix="hfs3-ref.")
+CG = "/sys/fs/cgroup/cpuacct"
+use_cg = os.access(CG, os.W_OK)
+
+
+def cg_read(d):
+    try:
+        u = int(open(d + "/cpuacct.usage_user").read()) / 1e9
+        s = int(open(d + "/cpuacct.usage_sys").read()) / 1e9
+        return u, s
+    except OSError:
+        st = dict(l.split() for l in open(d + "/cpuacct.stat"))
+        hz = os.sysconf("SC_CLK_TCK")
+        return int(st["user"]) / hz, int(st["system"]) / hz
+
+
+def run(cmd, env=None, shell=False):
+    """wall seconds, cpu seconds (user+sys), peak RSS KiB of the top process, stdout"""
+    d = None
+    if use_cg:
+        d = tempfile.mkdtemp(prefix="hfs3-bench.", dir=CG)
+    t = time.perf_counter()
+    err = open(os.path.join(work, "stderr"), "w+")
+    p = subprocess.Popen(cmd, env=env, shell=shell, stdout=subprocess.PIPE, stderr=err,
+                         preexec_fn=(lambda: open(d + "/cgroup.procs", "w").write(str(os.getpid()))) if d else None)
+    outb = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    if status != 0:
+        err.seek(0)
+        raise SystemExit(f"bench_ref: {cmd} failed ({status}): {err.read()[-2000:]}")
+    cpu = ru.ru_utime + ru.ru_stime
+    if d:
+        # wait for what the run left behind in its group (the shim's detached prefetcher), then count it all
+        for _ in range(600):
+            if not open(d + "/cgroup.procs").read().strip():
+                break
+            time.sleep(0.1)
+        u, s = cg_read(d)
+        cpu = u + s
+        os.rmdir(d)
+    return wall, cpu, ru.ru_maxrss, outb.decode()
+
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def env_hfs3(cache):
+    return dict(os.environ, HFS3_CACHE_DIR=cache)
+
+
+def curl8():
+    lines = []
+    for f in files:
+        n = 8 if sizes[f] >= 8 << 20 else 1
+        step = -(-sizes[f] // n)
+        for a in range(0, sizes[f], step):
+            lines.append(f"curl -sf -o /dev/null -r {a}-{min(a + step, sizes[f]) - 1} {endpoint}/{bp}/{f} & p+=($!)")
+        lines.append('for x in "${p[@]}"; do wait "$x"; done; p=()')
+    return run(["bash", "-c", "\n".join(["set -e; p=()"] + lines)])
+
+
+def aria():
+    d = fresh(os.path.join(work, "aria"))
+    lst = os.path.join(work, "aria.txt")
+    open(lst, "w").write("".join(f"{endpoint}/{bp}/{f}\n" for f in files))
+    return run(["aria2c", "--console-log-level=error", "--summary-interval=0", "--download-result=hide", "--log=" + os.path.join(work, "stderr"), "--log-level=warn", "-x8", "-s8", "-k1M", "-j1", "--file-allocation=none", "--allow-overwrite=true",
+                "--auto-file-renaming=false", "-d", d, "-i", lst])
+
+
+def rclone():
+    d = fresh(os.path.join(work, "rclone"))
+    return run(["rclone", "copy", "--config", "/dev/null", "--http-url", f"{endpoint}/{bp}/", "--exclude", ".hfs3/**",
+                "--multi-thread-streams", "8", "--multi-thread-cutoff", "16M", "--transfers", "1", ":http:", d])
+
+
+def fetch():
+    c = fresh(os.path.join(work, "cache"))
+    return run([hfs3, "fetch", remote], env_hfs3(c))
+
+
+def shim_env(c):
+    return dict(env_hfs3(c), HFS3_HELPER=hfs3, HFS3_MOUNTS=f"/models/refbench={remote}", LD_PRELOAD=shim)
+
+
+def shim_py():
+    c = fresh(os.path.join(work, "cache"))
+    return run([sys.executable, os.path.join(root, "scripts/demo_loader.py"), "/models/refbench"], shim_env(c))
+
+
+def shim_mmap():
+    c = fresh(os.path.join(work, "cache"))
+    return run([sys.executable, os.path.join(root, "bench/mmap_loader.py"), "/models/refbench"], shim_env(c))
+
+
+cases = {
+    "curl, 8 ranged GETs per file, to /dev/null": (curl8, False),
+    "aria2c -x8 -s8": (aria, True),
+    "rclone copy (http backend, 8 streams)": (rclone, True),
+    "hfs3-manifest fetch (sha256 verified)": (fetch, True),
+    "cold load through the shim: Python loader": (shim_py, True),
+    "cold load through the shim: mmap loader": (shim_mmap, True),
+}
+res = {k: {"wall": [], "cpu": [], "rss": [], "out": []} for k in cases}
+for r in range(rounds):
+    for k, (fn, _) in cases.items():
+        w, c, m, o = fn()
+        res[k]["wall"].append(w)
+        res[k]["cpu"].append(c)
+        res[k]["rss"].append(m)
+        res[k]["out"].append(o)
+    print(f"bench_ref: round {r + 1}/{rounds} done", file=sys.stderr)
+
+med = lambda v: statistics.median(v)
+curl_w = med(res["curl, 8 ranged GETs per file, to /dev/null"]["wall"])
+fetch_k = "hfs3-manifest fetch (sha256 verified)"
+rows = []
+for k, (fn, writes) in cases.items():
+    w, c = res[k]["wall"], res[k]["cpu"]
+    # per-round ratios against curl and fetch of the same round (interleaved pairs)
+    rc = [a / b for a, b in zip(w, res["curl, 8 ranged GETs per file, to /dev/null"]["wall"])]
+    rf = [a / b for a, b in zip(w, res[fetch_k]["wall"])]
+    rows.append({"tool": k, "writes": writes, "wall_per_gib": med(w) / gib, "wall_min": min(w) / gib,
+                 "wall_max": max(w) / gib, "cpu_per_gib": med(c) / gib, "cpu_min": min(c) / gib,
+                 "cpu_max": max(c) / gib, "x_curl": med(rc), "x_fetch": med(rf)})
+fb = [json.loads(o)["first_byte_s"] for o in res["cold load through the shim: mmap loader"]["out"]]
+ttfb = [json.loads(o)["ttfb_s"] for o in res["cold load through the shim: Python loader"]["out"]]
+summary = {"gib": gib, "files": len(files), "rounds": rounds, "cpu_source": "cgroup cpuacct" if use_cg else "getrusage",
+           "rows": rows, "mmap_first_byte_s": med(fb), "py_ttfb_s": med(ttfb), "shard_bytes": max(sizes.values())}
+json.dump(summary, open(out_json, "w"), indent=1)
+shutil.rmtree(work, ignore_errors=True)
+print(f"\ncold download of {gib:.2f} GiB in {len(files)} files from nginx (reference server), median of {rounds} "
+      f"interleaved rounds, CPU from {summary['cpu_source']}")
+print(f"{'tool':46} {'wall s/GiB':>10} {'(min-max)':>13} {'CPU s/GiB':>9} {'(min-max)':>13} {'x curl':>7} {'x fetch':>8}")
+for x in rows:
+    print(f"{x['tool']:46} {x['wall_per_gib']:10.2f} {x['wall_min']:6.2f}-{x['wall_max']:<6.2f} {x['cpu_per_gib']:9.2f} "
+          f"{x['cpu_min']:6.2f}-{x['cpu_max']:<6.2f} {x['x_curl']:6.2f}x {x['x_fetch']:7.2f}x")
+print(f"first open -> first byte of the first shard (mmap loader): {med(fb):.3f} s (the shard is "
+      f"{max(sizes.values()) / 2**20:.0f} MiB); Python loader's time to first byte from its start: {med(ttfb):.3f} s")
