@@ -127,6 +127,7 @@ typedef struct fetch_job {
     char errmsg[1024];
     uint64_t fetched;
     int refetched;        /* chunks fetched again after a digest mismatch */
+    int instream;         /* chunk digests checked as each range arrives (after the whole file did not match) */
     char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
 
@@ -155,8 +156,9 @@ static void fetch_backoff(int attempt, long cap_ms)
     }
 }
 
-/* Checks chunk i of the .part against its digest (resume). 1 good, 0 bad or unreadable. */
-static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf)
+/* Checks chunk i of the .part against its digest (resume, or the whole file did not match). 1 good, 0 bad or
+ * unreadable; got (may be NULL) its sha256 when read. */
+static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
 {
     uint64_t off = (uint64_t)i * j->chunk, end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
     hfs3_sha256_ctx *h = hfs3_sha256_new();
@@ -180,6 +182,8 @@ static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf)
     hfs3_sha256_final(h, md);
     hfs3_sha256_free(h);
     hfs3_hex(md, 32, hex);
+    if (got)
+        memcpy(got, good ? hex : "(unreadable)", good ? 65 : 13);
     return good && !memcmp(hex, j->f->chunks + (size_t)i * 64, 64);
 }
 
@@ -237,7 +241,7 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char got[65])
     uint64_t off = (uint64_t)i * j->chunk;
     uint64_t len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
     chunk_sink s = {j, off, off + len, NULL};
-    if (has_digests(j) && !(s.h = hfs3_sha256_new()))
+    if (has_digests(j) && j->instream && !(s.h = hfs3_sha256_new()))
         return hfs3_err(-ENOMEM, "out of memory");
     hfs3_s3_get g = {0};
     g.ranged = j->nchunks > 1;
@@ -284,7 +288,8 @@ static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i)
     /* no early stop on the same wrong digest twice here: a fault that damages the same byte of every
      * second reply gives equal wrong chunks, and still heals on the next try */
     char got[65] = "";
-    for (int t = 1;; t++) {
+    /* after a whole-file mismatch this chunk's first try was the damaged one (recheck_chunks said so) */
+    for (int t = j->instream ? 2 : 1;; t++) {
         int rc = fetch_chunk(j, s3, i, got);
         if (rc != -EBADMSG || t >= HFS3_FETCH_CHUNK_TRIES)
             return rc;
@@ -598,6 +603,44 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
     return rc;
 }
 
+/* The whole file did not match: which chunks do not match their digests (read back from the .part)? Each is
+ * marked to fetch again, with one warning. The count, 0 when every chunk matches (then the digests and the
+ * sha256 disagree: the whole file is fetched again), or -ENOMEM. */
+static int recheck_chunks(fetch_job *j)
+{
+    char *buf = malloc(HASH_BUF);
+    if (!buf)
+        return hfs3_err(-ENOMEM, "out of memory");
+    int bad = 0;
+    char got[65];
+    for (uint32_t i = 0; i < j->nchunks; i++) {
+        if (chunk_ok_on_disk(j, i, buf, got))
+            continue;
+        uint64_t off = (uint64_t)i * j->chunk, len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
+        hfs3_warn("%s: %s: chunk %u (bytes %" PRIu64 "-%" PRIu64 ") sha256 mismatch: expected %.64s got %s; "
+                  "fetching that chunk again (try 2 of %d)", j->r->spec, j->f->path, i, off, off + len - 1,
+                  j->f->chunks + (size_t)i * 64, got, HFS3_FETCH_CHUNK_TRIES);
+        j->state[i] = CH_TODO;
+        j->refetched++;
+        bad++;
+    }
+    free(buf);
+    return bad;
+}
+
+static int start_workers(fetch_job *j, pthread_t *tids, int n, int *started)
+{
+    for (*started = 0; *started < n; (*started)++) {
+        int e = pthread_create(&tids[*started], NULL, worker, j);
+        if (e) {
+            if (*started == 0)
+                return hfs3_err(-e, "pthread_create: %s", strerror(e));
+            break; /* fewer connections still finish the file */
+        }
+    }
+    return 0;
+}
+
 /* One attempt under the lock. allow_resume: use a dead fetch's temp file. *resumed_out: chunks reused. */
 static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetch_result *res, int *resumed_out)
 {
@@ -623,7 +666,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         char *buf = malloc(HASH_BUF);
         int bad = 0;
         for (uint32_t i = 0; buf && i < j->nchunks; i++)
-            if (j->state[i] == CH_DONE && !chunk_ok_on_disk(j, i, buf)) {
+            if (j->state[i] == CH_DONE && !chunk_ok_on_disk(j, i, buf, NULL)) {
                 j->state[i] = CH_TODO;
                 bad++;
             }
@@ -666,24 +709,34 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         rc = hfs3_err(-ENOMEM, "out of memory");
         goto out;
     }
-    for (; started < nthreads; started++) {
-        int e = pthread_create(&tids[started], NULL, worker, j);
-        if (e) {
-            if (started == 0) {
-                rc = hfs3_err(-e, "pthread_create: %s", strerror(e));
-                goto out;
-            }
-            break; /* fewer connections still finish the file */
-        }
-    }
-    char hex[65];
-    rc = hash_in_order(j, hex);
-    for (int t = 0; t < started; t++)
-        pthread_join(tids[t], NULL);
-    started = 0;
-    if (rc) {
-        hfs3_err(rc, "%s", j->errmsg);
+    if ((rc = start_workers(j, tids, nthreads, &started)) < 0)
         goto out;
+    char hex[65];
+    /* The common path hashes each byte once: the whole file, in order, as ranges complete. Chunk digests are
+     * read only when it does not match (or on resume): then the damaged chunks alone are fetched again, each
+     * checked as it arrives, and the whole file hashed again. */
+    for (;;) {
+        rc = hash_in_order(j, hex);
+        for (int t = 0; t < started; t++)
+            pthread_join(tids[t], NULL);
+        started = 0;
+        if (rc) {
+            hfs3_err(rc, "%s", j->errmsg);
+            goto out;
+        }
+        if (!strcmp(hex, j->f->sha256) || !has_digests(j) || j->instream)
+            break;
+        int bad = recheck_chunks(j);
+        if (bad < 0) {
+            rc = bad;
+            goto out;
+        }
+        if (bad == 0)
+            break;
+        j->instream = 1;
+        j->next = 0;
+        if ((rc = start_workers(j, tids, bad < nthreads ? bad : nthreads, &started)) < 0)
+            goto out;
     }
     if (strcmp(hex, j->f->sha256) != 0) {
         memcpy(j->got, hex, sizeof j->got);
@@ -709,6 +762,7 @@ out:
     j->fetched = 0;
     j->err = 0;
     j->next = 0;
+    j->instream = 0;
     /* both are this fetch's own (created O_EXCL, or checked as the user's own): nobody else can rename
      * them in tmp/ (private, or sticky) */
     if (rc < 0 && j->part[0])

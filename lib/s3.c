@@ -678,6 +678,9 @@ static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *h
     SET(CURLOPT_HEADERDATA, x);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, x);
+    /* curl's default 16 KiB receive buffer makes a write callback (a pwrite, a lock) per 16 KiB of a shard;
+     * 512 KiB (its maximum) cuts those 32-fold: bench/ measured the system time of a fetch */
+    SET(CURLOPT_BUFFERSIZE, 512L * 1024);
     if (!strcmp(q->method, "HEAD")) {
         SET(CURLOPT_NOBODY, 1L);
     } else if (!strcmp(q->method, "PUT")) {

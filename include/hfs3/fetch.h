@@ -52,8 +52,9 @@ typedef struct hfs3_fetch_result {
 } hfs3_fetch_result;
 
 /* Fetches f into c's blobs/<f->sha256>. 0 when the blob exists at the end (res->cached says whether it
- * was already there). Healing: with chunk digests (f->chunks) every range is one chunk, checked as it
- * arrives and fetched again alone when it does not match (HFS3_FETCH_CHUNK_TRIES in all, with backoff), and
+ * was already there). Healing: with chunk digests (f->chunks) every range is one chunk; when the whole file
+ * does not match, the chunks that do not match their digests are fetched again alone, checked as they
+ * arrive (HFS3_FETCH_CHUNK_TRIES in all, with backoff; each byte is hashed once on the common path), and
  * a killed fetch's ranges are checked chunk by chunk before they are reused; without them a file whose
  * sha256 does not match is fetched again from the start (HFS3_FETCH_TRIES in all, with backoff). Each
  * retry is a warning in the log. The whole-file sha256 is verified before the install either way. Errors: -EWOULDBLOCK (nonblock and busy: nothing written), otherwise a negative errno
