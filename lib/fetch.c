@@ -380,6 +380,10 @@ static int hash_in_order(fetch_job *j, char hex[65])
             hfs3_sha256_update(h, buf, (size_t)got);
             off += (uint64_t)got;
         }
+        /* start writing the chunk to disk now, so that the fsync before the install waits for the last chunk
+         * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
+        uint64_t start = (uint64_t)i * j->chunk;
+        sync_file_range(j->fd, (off64_t)start, (off64_t)(end - start), SYNC_FILE_RANGE_WRITE);
     }
     unsigned char md[32];
     hfs3_sha256_final(h, md);

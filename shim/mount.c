@@ -165,8 +165,8 @@ static void load(struct sh_mount *m)
             m->ents = (const void *)((const char *)base + m->ix->entries_off);
             m->kids = (const void *)((const char *)base + m->ix->children_off);
             m->strs = (const char *)base + m->ix->strings_off;
-            m->broken = 0;
             m->mtime = st.st_mtime;
+            __atomic_store_n(&m->broken, 0, __ATOMIC_RELEASE);   /* after the rest: retry_due reads it */
         } else if (base != MAP_FAILED) {
             munmap(base, (size_t)st.st_size);
             sh_log(0, "%s: %s: not a valid index", m->remote, p);
@@ -197,16 +197,39 @@ static void load(struct sh_mount *m)
 }
 
 /* 0 once m is loaded (maybe broken); -EAGAIN in a vfork child that finds it not loaded. */
+/* A hub's repository that had no manifest when first looked at (its files uploaded, `build` not run yet) is
+ * looked at again once HFS3_HUB_TTL has passed, as a repository new in the hub's list would be. A mount that
+ * loaded an index is never reloaded: other threads hold pointers into its mapping. */
+static int retry_due(const struct sh_mount *m)
+{
+    if (!m->sub || !__atomic_load_n(&m->broken, __ATOMIC_ACQUIRE))
+        return 0;
+    long now = (long)time(NULL), at = __atomic_load_n(&m->loaded_at, __ATOMIC_RELAXED);
+    return now - at >= sh_hub_ttl || now < at;
+}
+
+static void load_now(struct sh_mount *m)
+{
+    load(m);
+    __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
+    __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+}
+
 int sh_mount_get(struct sh_mount *m)
 {
-    if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2)
+    if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2) {
+        int two = 2;
+        /* the thread that wins reloads; the others wait for it below, or answer from the broken mount */
+        if (__builtin_expect(retry_due(m), 0) && !sh_in_vfork() &&
+            __atomic_compare_exchange_n(&m->state, &two, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            load_now(m);
         return 0;
+    }
     if (sh_in_vfork())
         return -EAGAIN;
     int z = 0;
     if (__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        load(m);
-        __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+        load_now(m);
         return 0;
     }
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {

@@ -79,6 +79,7 @@ struct sh_mount {
     int sub;                   /* a repository of hub sh_mounts[hubm] (a slot after the configured mounts) */
     int hubm;
     int ready;                 /* atomic: the sub-mount slot is filled in */
+    long loaded_at;            /* atomic: when load() last ran (a broken sub-mount is looked at again later) */
 };
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */

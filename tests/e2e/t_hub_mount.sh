@@ -110,6 +110,36 @@ wait $pid || { cat "$WORK/poll.out" "$WORK/poll.err"; fail "poll.py"; }
 [ "$(cat "$WORK/poll.out")" = True ] || { cat "$WORK/poll.out" "$WORK/poll.err"; fail "a repository added while a process runs"; }
 ok "a repository added to the bucket while python3 runs is listed and read after HFS3_HUB_TTL"
 
+# the usual order instead: files first (rclone copy), `build` after. A process that looks at the repository in
+# between finds no manifest (EIO inside); once `build` has run it reads it, after HFS3_HUB_TTL, without a restart
+cat >"$WORK/poll2.py" <<'EOF'
+import os, sys, time
+hub, flag = sys.argv[1], sys.argv[2]
+end = time.time() + 60
+failed = 0
+while time.time() < end:
+    if "models--org--d" in os.listdir(hub):
+        try:
+            print(open(os.path.join(hub, "models--org--d", "config.json")).read()[:1] == "{", failed)
+            sys.exit(0)
+        except OSError:
+            failed += 1
+            open(flag, "w").write("failed\n")
+    time.sleep(0.2)
+print("not-seen", failed)
+EOF
+gen flat "$WORK/src/models--org--d" --shards 0.1 --seed 35
+HFS3_HUB_TTL=1 P python3 "$WORK/poll2.py" $H "$WORK/flag2" >"$WORK/poll2.out" 2>"$WORK/poll2.err" &
+pid=$!
+rclone copy "$WORK/src/models--org--d" s3test:models/hub/models--org--d
+for i in $(seq 1 300); do [ -s "$WORK/flag2" ] && break; sleep 0.1; done
+[ -s "$WORK/flag2" ] || { kill $pid; fail "poll2.py never looked at models--org--d before its manifest"; }
+"$HFS3_BIN" build s3test:models/hub/models--org--d >/dev/null 2>&1 || fail "build models--org--d"
+wait $pid || { cat "$WORK/poll2.out" "$WORK/poll2.err"; fail "poll2.py"; }
+read -r seen nfail <"$WORK/poll2.out"
+[ "$seen" = True ] && [ "$nfail" -ge 1 ] || { cat "$WORK/poll2.out" "$WORK/poll2.err"; fail "a repository whose manifest came after its files"; }
+ok "a repository looked at before its manifest was built is read after build + HFS3_HUB_TTL ($nfail failed opens first)"
+
 # a few hundred repositories: the listing pages (50 per page here) and every one is there
 python3 - "$WORK/big" <<'EOF'
 import hashlib, json, os, sys
@@ -134,7 +164,7 @@ ok "a hub of 300 repositories (a delimiter listing of 6 pages) lists and reads"
 export HFS3_CACHE_DIR=$WORK/cache2
 "$HFS3_BIN" fetch s3test:models/hub/models--org--b >"$WORK/f.out" 2>&1 || { cat "$WORK/f.out"; fail "fetch of a repository path"; }
 export HFS3_OFFLINE=1
-[ "$(P ls $H | wc -l)" = 4 ] || { P ls $H; fail "offline: the hub lists from the cached list"; }
+[ "$(P ls $H | wc -l)" = 5 ] || { P ls $H; fail "offline: the hub lists from the cached list"; }
 [ "$(P python3 -c "print(open('$H/models--org--b/refs/main').read())")" = "$reva" ] || fail "offline: refs/main"
 P cat $H/models--org--b/snapshots/$reva/config.json | cmp - "$WORK/src/models--org--b/snapshots/$reva/config.json" || fail "offline: a file of the fetched repository"
 set +e; P cat $H/models--org--a/refs/main >/dev/null 2>"$WORK/off.err"; r=$?; set -e
