@@ -128,6 +128,7 @@ typedef struct fetch_job {
     uint64_t fetched;
     int refetched;        /* chunks fetched again after a digest mismatch */
     int instream;         /* chunk digests checked as each range arrives (after the whole file did not match) */
+    uint32_t ndone;       /* ranges in the .part (CH_DONE) */
     char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
 
@@ -338,8 +339,11 @@ static void *worker(void *arg)
         if (j->done_fd >= 0 && write(j->done_fd, line, (size_t)ln) != ln)
             hfs3_debug("%s: resume sidecar write failed", j->f->path);
         j->state[i] = CH_DONE;
+        int all = ++j->ndone == j->nchunks;
         pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&j->mu);
+        if (all && j->o->downloaded)
+            j->o->downloaded(j->o->downloaded_ud);
     }
     hfs3_s3_free(s3);
     return NULL;
@@ -625,6 +629,7 @@ static int recheck_chunks(fetch_job *j)
                   "fetching that chunk again (try 2 of %d)", j->r->spec, j->f->path, i, off, off + len - 1,
                   j->f->chunks + (size_t)i * 64, got, HFS3_FETCH_CHUNK_TRIES);
         j->state[i] = CH_TODO;
+        j->ndone--;
         j->refetched++;
         bad++;
     }
@@ -705,6 +710,9 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         j->o->progress(j->o->progress_ud, bytes);
         res->bytes_resumed += bytes;
     }
+    j->ndone = 0;
+    for (uint32_t i = 0; i < j->nchunks; i++)
+        j->ndone += j->state[i] == CH_DONE;
     int todo = (int)j->nchunks - resumed;
     if (nthreads > todo)
         nthreads = todo;
