@@ -160,6 +160,51 @@ export HFS3_MOUNTS="$HFS3_MOUNTS;/models/big=s3test:models/big"
 [ "$(P cat /models/big/models--many--m000/a.txt)" = "repository 0" ] || fail "the first of 300"
 ok "a hub of 300 repositories (a delimiter listing of 6 pages) lists and reads"
 
+# sub-mounts are made lock-free when first looked at: threads that look at 60 cold repositories at once, while
+# the main thread forks every few milliseconds and each child reads one of them too; in a cache of its own
+cat >"$WORK/hubstress.py" <<'EOF'
+import os, random, sys, threading, time
+hub, errs = sys.argv[1], []
+names = ["models--many--m%03d" % i for i in range(100, 160)]
+def reader(seed):
+    r = random.Random(seed)
+    for n in r.sample(names, len(names)):
+        try:
+            got = open(os.path.join(hub, n, "a.txt")).read()
+            if got != "repository %d\n" % int(n[-3:]):
+                errs.append("%s: %r" % (n, got))
+        except OSError as e:
+            errs.append("%s: %s" % (n, e))
+threads = [threading.Thread(target=reader, args=(s,)) for s in range(6)]
+for t in threads:
+    t.start()
+kids = 0
+while any(t.is_alive() for t in threads):
+    pid = os.fork()
+    if pid == 0:
+        n = random.choice(names)
+        try:
+            ok = open(os.path.join(hub, n, "a.txt")).read() == "repository %d\n" % int(n[-3:])
+        except OSError:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, st = os.waitpid(pid, 0)
+    kids += 1
+    if st != 0:
+        errs.append("child %d: status %d" % (pid, st))
+    time.sleep(0.005)
+for t in threads:
+    t.join()
+print(kids, len(errs))
+for e in errs[:5]:
+    print(e)
+EOF
+HFS3_CACHE_DIR=$WORK/cache-stress timeout 300 env LD_PRELOAD="$HFS3_SHIM" python3 "$WORK/hubstress.py" /models/big \
+  >"$WORK/hubstress.out" 2>&1 || { cat "$WORK/hubstress.out"; fail "hub stress: exit or timeout"; }
+read -r kids nerr <"$WORK/hubstress.out"
+[ "$nerr" = 0 ] && [ "$kids" -ge 1 ] || { cat "$WORK/hubstress.out"; fail "hub stress: wrong reads"; }
+ok "6 threads on 60 cold repositories of a hub while $kids forked children read too: every read right, no hang"
+
 # fetch of a repository path, then a server with HFS3_OFFLINE=1 reading it through the hub mount
 export HFS3_CACHE_DIR=$WORK/cache2
 "$HFS3_BIN" fetch s3test:models/hub/models--org--b >"$WORK/f.out" 2>&1 || { cat "$WORK/f.out"; fail "fetch of a repository path"; }
