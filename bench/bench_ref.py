@@ -5,6 +5,7 @@ and CPU seconds (user + system of the client's whole process tree, detached help
 its own cpuacct cgroup when the machine allows it, else getrusage of the waited-for tree) per GiB, for
 `hfs3-manifest fetch`, cold loads through the shim (the demo's Python loader and an mmap loader), parallel curl
 ranged GETs to /dev/null, aria2c -x8 -s8 and rclone's http backend. Median and spread (min-max)."""
+import atexit
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 model, endpoint, bp, rounds, out_json = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -15,6 +16,7 @@ sizes = {f: os.path.getsize(os.path.join(model, f)) for f in files}
 total = sum(sizes.values())
 gib = total / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-ref.")
+atexit.register(shutil.rmtree, work, True)   # a failed run leaves nothing behind either
 CG = "/sys/fs/cgroup/cpuacct"
 use_cg = os.access(CG, os.W_OK)
 
@@ -39,23 +41,29 @@ def run(cmd, env=None, shell=False):
     err = open(os.path.join(work, "stderr"), "w+")
     p = subprocess.Popen(cmd, env=env, shell=shell, stdout=subprocess.PIPE, stderr=err,
                          preexec_fn=(lambda: open(d + "/cgroup.procs", "w").write(str(os.getpid()))) if d else None)
-    outb = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    if status != 0:
-        err.seek(0)
-        raise SystemExit(f"bench_ref: {cmd} failed ({status}): {err.read()[-2000:]}")
-    cpu = ru.ru_utime + ru.ru_stime
-    if d:
-        # wait for what the run left behind in its group (the shim's detached prefetcher), then count it all
-        for _ in range(600):
-            if not open(d + "/cgroup.procs").read().strip():
-                break
-            time.sleep(0.1)
-        u, s = cg_read(d)
-        cpu = u + s
-        os.rmdir(d)
-    return wall, cpu, ru.ru_maxrss, outb.decode()
+    try:
+        outb = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        if status != 0:
+            err.seek(0)
+            raise SystemExit(f"bench_ref: {cmd} failed ({status}): {err.read()[-2000:]}")
+        cpu = ru.ru_utime + ru.ru_stime
+        if d:
+            # wait for what the run left behind in its group (the shim's detached prefetcher), then count it all
+            for _ in range(600):
+                if not open(d + "/cgroup.procs").read().strip():
+                    break
+                time.sleep(0.1)
+            u, s = cg_read(d)
+            cpu = u + s
+        return wall, cpu, ru.ru_maxrss, outb.decode()
+    finally:
+        if d:
+            try:
+                os.rmdir(d)   # refused while a process is still in it: then the kernel keeps it, nothing else
+            except OSError:
+                pass
 
 
 def fresh(path):
