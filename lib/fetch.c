@@ -165,19 +165,7 @@ static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
     hfs3_sha256_ctx *h = hfs3_sha256_new();
     if (!h)
         return 0;
-    int good = 1;
-    while (good && off < end) {
-        size_t want = end - off < HASH_BUF ? (size_t)(end - off) : HASH_BUF;
-        ssize_t got = pread(j->fd, buf, want, (off_t)off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            good = 0;
-        else {
-            hfs3_sha256_update(h, buf, (size_t)got);
-            off += (uint64_t)got;
-        }
-    }
+    int good = hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL) == 0;
     unsigned char md[32];
     char hex[65];
     hfs3_sha256_final(h, md);
@@ -370,24 +358,15 @@ static int hash_in_order(fetch_job *j, char hex[65])
             goto out;
         uint64_t off = (uint64_t)i * j->chunk;
         uint64_t end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
-        while (off < end) {
-            size_t want = end - off < HASH_BUF ? (size_t)(end - off) : HASH_BUF;
-            ssize_t got = pread(j->fd, buf, want, (off_t)off);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0) {
-                rc = hfs3_err(got < 0 ? -errno : -EIO, "reading back %s/%s: %s", j->c->p_tmp, j->part,
-                              got < 0 ? strerror(errno) : "unexpected end of file");
-                job_fail(j, rc);
-                goto out;
-            }
-            hfs3_sha256_update(h, buf, (size_t)got);
-            off += (uint64_t)got;
+        if ((rc = hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL)) < 0) {
+            rc = hfs3_err(rc == -ENODATA ? -EIO : rc, "reading back %s/%s: %s", j->c->p_tmp, j->part,
+                          rc == -ENODATA ? "unexpected end of file" : strerror(-rc));
+            job_fail(j, rc);
+            goto out;
         }
         /* start writing the chunk to disk now, so that the fsync before the install waits for the last chunk
          * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
-        uint64_t start = (uint64_t)i * j->chunk;
-        sync_file_range(j->fd, (off64_t)start, (off64_t)(end - start), SYNC_FILE_RANGE_WRITE);
+        sync_file_range(j->fd, (off64_t)off, (off64_t)(end - off), SYNC_FILE_RANGE_WRITE);
     }
     unsigned char md[32];
     hfs3_sha256_final(h, md);
@@ -536,40 +515,17 @@ static int install_blob(const hfs3_cache *c, int fd, const char *part, const cha
 /* Hashes the open blob fd and compares with f's sha256: 0 or -EBADMSG with a message. */
 static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_t owner)
 {
-    hfs3_sha256_ctx *h = hfs3_sha256_new();
-    char *buf = malloc(HASH_BUF);
-    int rc = 0;
-    if (!h || !buf) {
-        rc = hfs3_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    off_t off = 0;
-    for (;;) {
-        ssize_t got = pread(fd, buf, HASH_BUF, off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            rc = hfs3_err(-errno, "reading %s/%s: %s", c->p_blobs, f->sha256, strerror(errno));
-            goto out;
-        }
-        if (got == 0)
-            break;
-        hfs3_sha256_update(h, buf, (size_t)got);
-        off += got;
-    }
-    unsigned char md[32];
     char hex[65];
-    hfs3_sha256_final(h, md);
-    hfs3_hex(md, 32, hex);
+    int rc = hfs3_sha256_fd(fd, hex, NULL);
+    if (rc == -ENOMEM)
+        return hfs3_err(rc, "out of memory");
+    if (rc < 0)
+        return hfs3_err(rc, "reading %s/%s: %s", c->p_blobs, f->sha256, strerror(-rc));
     if (strcmp(hex, f->sha256) != 0)
-        rc = hfs3_err(-EBADMSG, "cache: %s/%s, written by uid %u, does not match its sha256 (it hashes to %s); "
-                      "refusing it (HFS3_VERIFY_FOREIGN=1; ask uid %u or root to remove it)", c->p_blobs, f->sha256,
-                      (unsigned)owner, hex, (unsigned)owner);
-out:
-    free(buf);
-    if (h)
-        hfs3_sha256_free(h);
-    return rc;
+        return hfs3_err(-EBADMSG, "cache: %s/%s, written by uid %u, does not match its sha256 (it hashes to %s); "
+                        "refusing it (HFS3_VERIFY_FOREIGN=1; ask uid %u or root to remove it)", c->p_blobs,
+                        f->sha256, (unsigned)owner, hex, (unsigned)owner);
+    return 0;
 }
 
 /* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was

@@ -22,7 +22,6 @@
 #include "hfs3/util.h"
 
 #define GC_LOCK "gc.lock" /* serializes evictors (fetches making room, `cache gc`); not a blob's lock */
-#define HASH_BUF (1u << 20)
 
 int hfs3_gc_parse_size(const char *s, uint64_t fs_bytes, uint64_t *out)
 {
@@ -228,38 +227,17 @@ static int not_ours(const hfs3_cache *c, const hfs3_gc_blob *b)
 /* Re-hashes the open blob fd: 1 it matches its name, 0 it does not, or an error. */
 static int blob_good(int fd, const char *sha, const char *dpath)
 {
-    hfs3_sha256_ctx *h = hfs3_sha256_new();
-    char *buf = malloc(HASH_BUF);
-    int rc = 0;
-    if (!h || !buf) {
-        rc = hfs3_err(-ENOMEM, "out of memory");
-        goto out;
-    }
-    for (off_t off = 0;;) {
-        ssize_t got = pread(fd, buf, HASH_BUF, off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            rc = hfs3_err(-errno, "reading %s/%s: %s", dpath, sha, strerror(errno));
-            goto out;
-        }
-        if (got == 0)
-            break;
-        hfs3_sha256_update(h, buf, (size_t)got);
-        off += got;
-    }
-    unsigned char md[32];
     char hex[65];
-    hfs3_sha256_final(h, md);
-    hfs3_hex(md, 32, hex);
-    rc = strcmp(hex, sha) == 0;
-    if (!rc)
+    int rc = hfs3_sha256_fd(fd, hex, NULL);
+    if (rc == -ENOMEM)
+        return hfs3_err(rc, "out of memory");
+    if (rc < 0)
+        return hfs3_err(rc, "reading %s/%s: %s", dpath, sha, strerror(-rc));
+    if (strcmp(hex, sha) != 0) {
         hfs3_err(0, "%s/%s hashes to %s", dpath, sha, hex);
-out:
-    free(buf);
-    if (h)
-        hfs3_sha256_free(h);
-    return rc;
+        return 0;
+    }
+    return 1;
 }
 
 int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int check)

@@ -239,44 +239,60 @@ void hfs3_sha256_hexof(const void *p, size_t n, char out[65])
     hfs3_hex(md, 32, out);
 }
 
-int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size)
+int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                          uint64_t *done)
+{
+    uint64_t start = off;
+    int rc = 0;
+    while (len) {
+        size_t want = len < n ? (size_t)len : n;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = got < 0 ? -errno : len == UINT64_MAX ? 0 : -ENODATA;
+            break;
+        }
+        hfs3_sha256_update(h, buf, (size_t)got);
+        off += (uint64_t)got;
+        if (len != UINT64_MAX)
+            len -= (uint64_t)got;
+    }
+    if (done)
+        *done = off - start;
+    return rc;
+}
+
+int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size)
 {
     enum { CHUNK = 1 << 20 };
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    unsigned char *buf = malloc(CHUNK);
+    int rc = -ENOMEM;
+    if (h && buf && (rc = hfs3_sha256_update_fd(h, fd, 0, UINT64_MAX, buf, CHUNK, size)) == 0) {
+        unsigned char md[32];
+        hfs3_sha256_final(h, md);
+        hfs3_hex(md, 32, hex);
+    }
+    free(buf);
+    if (h)
+        hfs3_sha256_free(h);
+    return rc;
+}
+
+int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size)
+{
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return hfs3_err(-errno, "%s: %s", path, strerror(errno));
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    hfs3_sha256_ctx *h = hfs3_sha256_new();
-    unsigned char *buf = malloc(CHUNK);
-    int rc = 0;
-    uint64_t total = 0;
-    if (!h || !buf) {
-        rc = hfs3_err(-ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf, CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = hfs3_err(-errno, "%s: read: %s", path, strerror(errno));
-            goto fail;
-        }
-        if (n == 0)
-            break;
-        hfs3_sha256_update(h, buf, (size_t)n);
-        total += (uint64_t)n;
-    }
-    unsigned char md[32];
-    hfs3_sha256_final(h, md);
-    hfs3_hex(md, 32, hex);
-    if (size)
-        *size = total;
-fail:
-    free(buf);
-    hfs3_sha256_free(h);
+    int rc = hfs3_sha256_fd(fd, hex, size);
     close(fd);
-    return rc;
+    if (rc == -ENOMEM)
+        return hfs3_err(rc, "%s: out of memory", path);
+    if (rc < 0)
+        return hfs3_err(rc, "%s: read: %s", path, strerror(-rc));
+    return 0;
 }
 
 void hfs3_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t n, unsigned char out[32])

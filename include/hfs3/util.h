@@ -51,6 +51,14 @@ void hfs3_sha256_reset(hfs3_sha256_ctx *h);
 void hfs3_sha256_free(hfs3_sha256_ctx *h);
 void hfs3_sha256(const void *p, size_t n, unsigned char out[32]);
 void hfs3_sha256_hexof(const void *p, size_t n, char out[65]);
+/* Feeds len bytes of fd from off into h (len UINT64_MAX: to the end of the file), read with pread through
+ * buf (n bytes); *done (may be NULL) gets the bytes hashed. 0; -errno of a failed read; -ENODATA when the
+ * file ends before len bytes. Sets no message: the caller names the file. */
+int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                          uint64_t *done);
+/* Hashes the whole open file fd (from offset 0): 0 with hex and *size (may be NULL) set; -ENOMEM, or -errno of
+ * a failed read. Sets no message. */
+int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size);
 /* Hashes a whole local file; on success hex holds 64 hex digits and *size the bytes read. */
 int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size);
 
