@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hfs3/builder.h"
+#include "hfs3/index.h"
 #include "hfs3/s3.h"
 #include "hfs3/util.h"
 
@@ -17,19 +18,7 @@
 
 int hfs3_hub_name_ok(const char *name)
 {
-    static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
-    size_t n = strlen(name);
-    if (n > 255)
-        return 0;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        if (*p < 0x20 || *p == 0x7f || *p == '/')
-            return 0;
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(kinds[i]);
-        if (n > k && !strncmp(name, kinds[i], k))
-            return 1;
-    }
-    return 0;
+    return hfs3_hub_name_okn(name, strlen(name));
 }
 
 void hfs3_hub_names_free(char **names, size_t n)

@@ -33,22 +33,6 @@ struct sh_names {
     char data[];
 };
 
-static int name_ok(const char *s, size_t n)
-{
-    static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
-    if (n == 0 || n > NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/')
-            return 0;
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(kinds[i]);
-        if (n > k && !memcmp(s, kinds[i], k))
-            return 1;
-    }
-    return 0;
-}
-
 /* 1 when the hub's current list has name (binary search over its lines) */
 static int names_has(const struct sh_mount *h, const char *name, size_t n)
 {
@@ -117,7 +101,7 @@ static int read_list(struct sh_mount *h, time_t *mtime)
         const char *e = memchr(s->data + i, '\n', got - i);
         size_t n = (size_t)(e - (s->data + i));
         int c = prev ? memcmp(prev, s->data + i, prevn < n ? prevn : n) : -1;
-        if (!name_ok(s->data + i, n) || c > 0 || (c == 0 && prevn >= n))
+        if (!hfs3_hub_name_okn(s->data + i, n) || c > 0 || (c == 0 && prevn >= n))
             ok = 0;
         prev = s->data + i;
         prevn = n;
@@ -280,7 +264,7 @@ void sh_hub_classify(struct sh_loc *l)
     size_t n = strcspn(name, "/");
     if (!names_has(h, name, n)) {
         /* a repository added since the list was read is seen once the list is older than the TTL */
-        if (!name_ok(name, n))
+        if (!hfs3_hub_name_okn(name, n))
             return;
         hub_refresh(h);
         if (!names_has(h, name, n))
@@ -346,7 +330,7 @@ int sh_hub_map(const char *r, char *out, size_t outn)
     while (rl > 0 && rem[rl - 1] == '/')
         rem[--rl] = 0;
     const char *last = strrchr(rem, '/');
-    if (!last || !name_ok(last + 1, strlen(last + 1)))
+    if (!last || !hfs3_hub_name_okn(last + 1, strlen(last + 1)))
         return 0;
     last++;
     for (int i = 0; i < sh_nmounts; i++) {

@@ -7,6 +7,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 1 when name[0..n) may be a repository of a hub (one line of mounts/<key>/repos): `models--`, `datasets--` or
+ * `spaces--` and more after it, at most 255 bytes, no control character, DEL or '/'. One rule for the helper that
+ * writes the list (lib/hub.c) and the shim that reads it back (shim/hub.c). */
+static inline int hfs3_hub_name_okn(const char *s, size_t n)
+{
+    static const char *const kinds[] = {"models--", "datasets--", "spaces--"};
+    static const size_t lens[] = {8, 10, 8};
+    if (n == 0 || n > 255)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/')
+            return 0;
+    for (int i = 0; i < 3; i++)
+        if (n > lens[i] && !__builtin_memcmp(s, kinds[i], lens[i]))
+            return 1;
+    return 0;
+}
+
 /* The name of mounts/<key>/ for a REMOTE: FNV-1a 64 of its canonical spelling, as 16 lowercase hex digits +
  * NUL. Spellings that name the same bucket and prefix the same way share a key: `name:bucket/prefix`,
  * `name:bucket/prefix/`, `name:bucket//prefix//`, `name:/bucket/prefix` (the slashes after the bucket and at
