@@ -393,7 +393,7 @@ static void *fetch_files_run(void *arg)
             return NULL;
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
-        hfs3_fetch_result res;
+        hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
         int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
         slot_release(l);   /* cached, failed, or never downloaded here */
         pthread_mutex_lock(&p->mu);
@@ -415,8 +415,7 @@ static void *fetch_files_run(void *arg)
         } else {
             ff->cached += res.bytes_resumed;
         }
-        if (rc >= 0 || !ff->prefetch)
-            ff->fetched += res.bytes_fetched;
+        ff->fetched += res.bytes_fetched;
         p->files_done++;
         progress_draw(p, 1);
         pthread_mutex_unlock(&p->mu);
