@@ -141,6 +141,13 @@ typedef struct chunk_sink {
 /* 1 when the file has chunk digests and this job's ranges are those chunks. */
 static int has_digests(const fetch_job *j) { return j->f->chunks && j->f->chunk_size && j->chunk == j->f->chunk_size; }
 
+/* Where range i ends: its bytes are [i * chunk, range_end) (the last range is the shorter one). */
+static uint64_t range_end(const fetch_job *j, uint32_t i)
+{
+    uint64_t off = (uint64_t)i * j->chunk;
+    return j->f->size - off < j->chunk ? j->f->size : off + j->chunk;
+}
+
 /* Sleeps before try `attempt` (1 = the first retry): 200 ms doubled each time, up to cap_ms, with jitter
  * (half to all of it). Damaged bytes are not server load: chunk retries use a low cap. */
 static void fetch_backoff(int attempt, long cap_ms)
@@ -161,7 +168,7 @@ static void fetch_backoff(int attempt, long cap_ms)
  * unreadable; got (may be NULL) its sha256 when read. */
 static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
 {
-    uint64_t off = (uint64_t)i * j->chunk, end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
+    uint64_t off = (uint64_t)i * j->chunk, end = range_end(j, i);
     hfs3_sha256_ctx *h = hfs3_sha256_new();
     if (!h)
         return 0;
@@ -228,7 +235,7 @@ static int chunk_write(void *ud, const void *data, size_t n)
 static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char got[65])
 {
     uint64_t off = (uint64_t)i * j->chunk;
-    uint64_t len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
+    uint64_t len = range_end(j, i) - off;
     chunk_sink s = {j, off, off + len, NULL};
     if (has_digests(j) && j->instream && !(s.h = hfs3_sha256_new()))
         return hfs3_err(-ENOMEM, "out of memory");
@@ -356,8 +363,7 @@ static int hash_in_order(fetch_job *j, char hex[65])
         pthread_mutex_unlock(&j->mu);
         if (rc)
             goto out;
-        uint64_t off = (uint64_t)i * j->chunk;
-        uint64_t end = off + j->chunk < j->f->size ? off + j->chunk : j->f->size;
+        uint64_t off = (uint64_t)i * j->chunk, end = range_end(j, i);
         if ((rc = hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL)) < 0) {
             rc = hfs3_err(rc == -ENODATA ? -EIO : rc, "reading back %s/%s: %s", j->c->p_tmp, j->part,
                           rc == -ENODATA ? "unexpected end of file" : strerror(-rc));
@@ -580,9 +586,9 @@ static int recheck_chunks(fetch_job *j)
     for (uint32_t i = 0; i < j->nchunks; i++) {
         if (chunk_ok_on_disk(j, i, buf, got))
             continue;
-        uint64_t off = (uint64_t)i * j->chunk, len = j->f->size - off < j->chunk ? j->f->size - off : j->chunk;
+        uint64_t off = (uint64_t)i * j->chunk, end = range_end(j, i);
         hfs3_warn("%s: %s: chunk %u (bytes %" PRIu64 "-%" PRIu64 ") sha256 mismatch: expected %.64s got %s; "
-                  "fetching that chunk again (try 2 of %d)", j->r->spec, j->f->path, i, off, off + len - 1,
+                  "fetching that chunk again (try 2 of %d)", j->r->spec, j->f->path, i, off, end - 1,
                   j->f->chunks + (size_t)i * 64, got, HFS3_FETCH_CHUNK_TRIES);
         j->state[i] = CH_TODO;
         j->ndone--;
@@ -662,7 +668,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         uint64_t bytes = 0;
         for (uint32_t i = 0; i < j->nchunks; i++)
             if (j->state[i] == CH_DONE)
-                bytes += i + 1 == j->nchunks ? j->f->size - (uint64_t)i * j->chunk : j->chunk;
+                bytes += range_end(j, i) - (uint64_t)i * j->chunk;
         j->o->progress(j->o->progress_ud, bytes);
         res->bytes_resumed += bytes;
     }
