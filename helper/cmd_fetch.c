@@ -487,7 +487,7 @@ int cmd_prefetch(int argc, char **argv)
     fetch_progress p = {.on = 0};
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .prefetch = spec,
-                      .o = {.lock_fd = -1, .nonblock = 1}};
+                      .o = {.lock_fd = -1}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
 out:

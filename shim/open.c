@@ -206,6 +206,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             return -EIO;
         fd = sh_cache_open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC), 0);
     } else {
+        /* before this file's own fetch: the prefetcher takes the shards in order from now, and the file
+         * opened here is fetched alongside it (or waited for, where the prefetcher has it) */
+        maybe_prefetch(m, e);
         if ((rc = ensure_blob(m, e, rp, SH_SCR, 0)) < 0)
             return rc;
         /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
@@ -229,8 +232,6 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
             (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         if (fd >= 0 && !sh_in_vfork())
             hfs3_shim_lastuse(rp);   /* the lock file's mtime: this blob was used now (gc's LRU) */
-        if (fd >= 0)
-            maybe_prefetch(m, e);
     }
     if (fd < 0)
         return -errno == -ENOENT ? -EIO : -errno;
