@@ -104,10 +104,16 @@ WRAP
 chmod +x "$WORK/helper.sh"
 unset RCLONE_CONFIG_SEC_SESSION_TOKEN
 export RCLONE_CONFIG_SEC_SECRET_ACCESS_KEY=S3RVER
-HFS3_HELPER=$WORK/helper.sh HFS3_MANIFEST_TTL=0 HFS3_CACHE_DIR=$WORK/cache2 HFS3_MOUNTS="$WORK/mnt=sec:models/m" \
-  LD_PRELOAD=$HFS3_SHIM cat "$WORK/mnt/config.json" "$WORK/mnt/tokenizer.json" >"$WORK/both" || fail "cat through the shim"
-cat "$WORK/m/config.json" "$WORK/m/tokenizer.json" | cmp -s - "$WORK/both" || fail "reading through the shim with the wrapper"
-grep -q '^_index' "$WORK/argv.log" && grep -q '^_get' "$WORK/argv.log" || { cat "$WORK/argv.log"; fail "the wrapper saw no _index/_get"; }
+# once without the prefetcher (which may fetch a small file before the open's own _get would), once with it
+for pf in 0 1; do
+  HFS3_PREFETCH=$pf HFS3_HELPER=$WORK/helper.sh HFS3_MANIFEST_TTL=0 HFS3_CACHE_DIR=$WORK/cache2-$pf \
+    HFS3_MOUNTS="$WORK/mnt=sec:models/m" LD_PRELOAD=$HFS3_SHIM cat "$WORK/mnt/config.json" "$WORK/mnt/tokenizer.json" \
+    >"$WORK/both" || fail "cat through the shim"
+  cat "$WORK/m/config.json" "$WORK/m/tokenizer.json" | cmp -s - "$WORK/both" || fail "reading through the shim with the wrapper"
+done
+for k in _index _get _prefetch; do
+  grep -q "^$k " "$WORK/argv.log" || { cat "$WORK/argv.log"; fail "the wrapper saw no $k"; }
+done
 ! grep -qF -e S3RVER -e "$BAD" -e "$TOKEN" "$WORK/argv.log" || fail "a secret on the helper's command line"
 ok "the shim runs the helper with: $(sort -u "$WORK/argv.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')— no secret"
 echo "all ok"
