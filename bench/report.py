@@ -16,9 +16,14 @@ L.append(f"Median of {ref['rounds']} interleaved rounds (min-max in brackets); C
 L.append("| tool | writes the files | wall s/GiB | CPU s/GiB | x curl (wall) | x fetch (wall) |")
 L.append("|---|---|---|---|---|---|")
 for r in ref["rows"]:
-    L.append(f"| {r['tool']} | {'yes' if r['writes'] else 'no (/dev/null)'} | {r['wall_per_gib']:.2f} "
+    writes = r["writes"] if isinstance(r["writes"], str) else "yes" if r["writes"] else "no (/dev/null)"
+    L.append(f"| {r['tool']} | {writes} | {r['wall_per_gib']:.2f} "
              f"({r['wall_min']:.2f}-{r['wall_max']:.2f}) | {r['cpu_per_gib']:.2f} ({r['cpu_min']:.2f}-{r['cpu_max']:.2f}) "
              f"| {r['x_curl']:.2f}x | {r['x_fetch']:.2f}x |")
+if "overlap" in ref:
+    L.append("\nA cold load against the download and the same loader's warm load one after the other (`fetch` wall + "
+             "warm-load wall, per round; below 1: that much of the loader's own work overlapped the download): " +
+             ", ".join(f"{k} {v:.2f}x" for k, v in ref["overlap"].items()) + ".\n")
 L.append(f"\nFirst open to first byte of the first shard (mmap loader): {ref['mmap_first_byte_s']:.3f} s "
          f"(its shard is {ref['shard_bytes'] / 2**20:.0f} MiB); the Python loader's time to first byte from its "
          f"start: {ref['py_ttfb_s']:.3f} s.\n")
@@ -41,7 +46,8 @@ open(out_md, "w").write("\n".join(L))
 dat = os.path.join(res, "chart.dat")
 with open(dat, "w") as f:
     for r in ref["rows"]:
-        label = r["tool"].split(" (")[0].split(",")[0].replace("cold load through the shim: ", "shim: ")
+        label = r["tool"].replace("cold load through the shim: ", "shim cold: ")
+        label = label.replace("warm load through the shim (all cached): ", "shim warm: ").split(" (")[0].split(",")[0]
         f.write(f"\"{label}\" {r['wall_per_gib']:.3f} {r['cpu_per_gib']:.3f}\n")
 gp = f"""set terminal pngcairo size 1000,520 font ',10'
 set output '{out_png}'
