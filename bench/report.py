@@ -59,7 +59,7 @@ set boxwidth 0.9
 set ylabel 'seconds per GiB'
 set yrange [0:*]
 set xtics rotate by -20 scale 0
-set key top left
+set key top right
 set grid ytics
 plot '{dat}' using 2:xtic(1) title 'wall', '' using 3 title 'CPU (user+system)'
 """
