@@ -17,6 +17,10 @@ export HFS3_ROOT=$PWD BUILD=${BUILD:-build}
 if [ -n "${E2E_PLAIN_HELPER:-}" ]; then export HFS3_BIN=$PWD/$BUILD/bin/hfs3-manifest
 else export HFS3_BIN=$PWD/$BUILD/bin-san/hfs3-manifest; fi
 export HFS3_SHIM=$PWD/$BUILD/lib/libhfs3shim.so
+# started by hand (not from make): build what is tested first, or an edit since the last `make e2e` goes untested
+if [ -z "${MAKELEVEL:-}" ]; then
+  make -s --no-print-directory BUILD="$BUILD" e2e-build || { echo "e2e: the build failed" >&2; exit 1; }
+fi
 # leaks and UB in the helper fail the test that ran it; reports go to stderr, which the tests capture
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Python checks must run: -O / PYTHONOPTIMIZE would remove every assert
