@@ -24,6 +24,12 @@ if "overlap" in ref:
     L.append("\nA cold load against the download and the same loader's warm load one after the other (`fetch` wall + "
              "warm-load wall, per round; below 1: that much of the loader's own work overlapped the download): " +
              ", ".join(f"{k} {v:.2f}x" for k, v in ref["overlap"].items()) + ".\n")
+if "floor" in ref:
+    L.append("The floor of a cold load when each file is verified whole before it opens: the download (`fetch`) and "
+             f"then the loader's work on the last file it reads (`{ref['last_file']}`, its share of the warm load by "
+             "size), which no download can overlap. Per round: " +
+             "; ".join(f"{k}: the floor is {v['floor_x_fetch']:.2f}x fetch, the cold load {v['cold_x_floor']:.2f}x the floor"
+                       for k, v in ref["floor"].items()) + ".\n")
 L.append(f"\nFirst open to first byte of the first shard (mmap loader): {ref['mmap_first_byte_s']:.3f} s "
          f"(its shard is {ref['shard_bytes'] / 2**20:.0f} MiB); the Python loader's time to first byte from its "
          f"start: {ref['py_ttfb_s']:.3f} s.\n")
@@ -51,7 +57,7 @@ with open(dat, "w") as f:
         f.write(f"\"{label}\" {r['wall_per_gib']:.3f} {r['cpu_per_gib']:.3f}\n")
 gp = f"""set terminal pngcairo size 1000,520 font ',10'
 set output '{out_png}'
-set title 'Cold download of {ref["gib"]:.0f} GiB from nginx, median of {ref["rounds"]} rounds ({os.cpu_count()} cores)'
+set title '{ref["gib"]:.0f} GiB model from nginx: download, cold and warm loads, hashing alone; median of {ref["rounds"]} rounds ({os.cpu_count()} cores)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

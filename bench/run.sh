@@ -2,7 +2,8 @@
 # bench/run.sh - benchmarks, each a ratio against a reference measured in the same run (never a timed test).
 #   BENCH_GIB=1 (model size), BENCH_ROUNDS=5 (reference-server rounds), BENCH_NODE_ROUNDS=2 (Node server and
 #   hashing rounds), BENCH_MEM_GIB=4 (the second model of the memory check; 0 skips it).
-#   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py).
+#   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py), and keeps what they were made
+#   from in bench/results/raw/ (`python3 bench/report.py bench/results/raw OUT.md OUT.png` makes them again).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD BUILD=${BUILD:-build}
@@ -10,7 +11,7 @@ export BUILD HFS3_BIN=$ROOT/$BUILD/bin/hfs3-manifest HFS3_SHIM=$ROOT/$BUILD/lib/
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hfs3-bench.XXXXXX")
 source scripts/s3env.sh
 s3env_start "$WORK"
-trap 's3env_stop; mkdir -p bench/results/raw; cp "$WORK"/results/*.json bench/results/raw/ 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 's3env_stop; mkdir -p bench/results/raw; cp "$WORK"/results/*.json "$WORK"/results/*.txt bench/results/raw/ 2>/dev/null; rm -rf "$WORK"' EXIT
 gib=${BENCH_GIB:-1}
 mb=$(python3 -c "print(int($gib * 1024 / 4))")
 echo "bench: generating a ${gib} GiB model in 4 shards + small files, uploading with rclone..."
