@@ -157,6 +157,7 @@ def make_handler(st):
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
+                self.client_gone = True
             return sent
 
         def handle_any(self):
@@ -337,12 +338,25 @@ def make_handler(st):
                 chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
             else:
                 chunks = iter(lambda: resp.read(CHUNK), b"")
+            self.client_gone = False
             try:
                 sent = self.send_body(chunks, chunked)
             except (OSError, http.client.HTTPException):
                 # the server died mid-body: so does this response
                 self.close_connection = True
                 self.note(n, "upstream-down", resp.status, 0)
+                return
+            promised = resp.getheader("Content-Length") if data is None and self.command != "HEAD" else None
+            if promised and promised.isdigit() and sent < int(promised) and not self.client_gone:
+                # the server died mid-body with a FIN, not a reset: http.client reads that as the end of the
+                # body, and the client would wait for the rest on a connection kept open (until its
+                # low-speed limit): close it, as a dying server's own connection would be
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self.note(n, "upstream-down", resp.status, sent)
                 return
             if cut:
                 self.close_connection = True

@@ -13,7 +13,8 @@ source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 s3env_start "$WORK"
-trap 'stop_proxies; s3env_stop' EXIT
+fpid=
+trap '[ -z "$fpid" ] || kill "$fpid" 2>/dev/null || true; stop_proxies; s3env_stop' EXIT
 
 fetch_model "$WORK/m"
 fetch_publish "$WORK/m" s3test:models/m1
