@@ -20,6 +20,11 @@ for r in ref["rows"]:
     L.append(f"| {r['tool']} | {writes} | {r['wall_per_gib']:.2f} "
              f"({r['wall_min']:.2f}-{r['wall_max']:.2f}) | {r['cpu_per_gib']:.2f} ({r['cpu_min']:.2f}-{r['cpu_max']:.2f}) "
              f"| {r['x_curl']:.2f}x | {r['x_fetch']:.2f}x |")
+if "cpu_floor" in ref:
+    fetch_cpu = next(r["cpu_per_gib"] for r in ref["rows"] if r["tool"].startswith("hfs3-manifest fetch"))
+    L.append(f"\nThe CPU floor of a verified download: receiving and writing the bytes once (curl, 1 GET per file) plus "
+             f"hashing them once (sha256 alone), per round: {ref['cpu_floor']:.2f} CPU-s/GiB; `fetch` spends "
+             f"{fetch_cpu:.2f} ({fetch_cpu / ref['cpu_floor']:.2f}x the floor).\n")
 if "overlap" in ref:
     L.append("\nA cold load against the download and the same loader's warm load one after the other (`fetch` wall + "
              "warm-load wall, per round; below 1: that much of the loader's own work overlapped the download): " +
