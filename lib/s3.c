@@ -1029,13 +1029,8 @@ static int list_pages(hfs3_s3 *c, const char *prefix, const char *delim, hfs3_s3
     hfs3_buf_free(&page);
     free(token);
     if (rc) {
-        for (size_t i = first; i < out->n; i++)
-            hfs3_s3_object_free(&out->v[i]);
-        out->n = first;
-        for (size_t i = pfirst; prefixes && i < prefixes->n; i++)
-            hfs3_s3_object_free(&prefixes->v[i]);
-        if (prefixes)
-            prefixes->n = pfirst;
+        hfs3_s3_list_truncate(out, first);
+        hfs3_s3_list_truncate(prefixes, pfirst);
     }
     free(what);
     return rc;

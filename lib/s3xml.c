@@ -34,6 +34,16 @@ void hfs3_s3_list_free(hfs3_s3_list *l)
     l->n = l->cap = 0;
 }
 
+void hfs3_s3_list_truncate(hfs3_s3_list *l, size_t n)
+{
+    if (!l)
+        return;
+    for (size_t i = n; i < l->n; i++)
+        hfs3_s3_object_free(&l->v[i]);
+    if (n < l->n)
+        l->n = n;
+}
+
 /* Which element's text we are collecting. */
 enum { F_NONE, F_KEY, F_SIZE, F_ETAG, F_MTIME, F_TRUNC, F_TOKEN, F_CODE, F_MESSAGE, F_PREFIX };
 
@@ -371,13 +381,8 @@ int hfs3_s3xml_parse_list_dir(const char *xml, size_t n, hfs3_s3_list *out, hfs3
     hfs3_s3_object_free(&x.cur);
     if (rc) {
         /* leave out as we found it: a half-appended page is worse than none */
-        for (size_t i = first; i < out->n; i++)
-            hfs3_s3_object_free(&out->v[i]);
-        out->n = first;
-        for (size_t i = pfirst; prefixes && i < prefixes->n; i++)
-            hfs3_s3_object_free(&prefixes->v[i]);
-        if (prefixes)
-            prefixes->n = pfirst;
+        hfs3_s3_list_truncate(out, first);
+        hfs3_s3_list_truncate(prefixes, pfirst);
         free(x.token);
         return rc;
     }

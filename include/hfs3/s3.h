@@ -49,6 +49,9 @@ int hfs3_s3_list_objects(hfs3_s3 *c, const char *prefix, hfs3_s3_list *out);
  * "folders" (CommonPrefixes, each ending in '/', as keys with nothing else set) to prefixes. */
 int hfs3_s3_list_dir(hfs3_s3 *c, const char *prefix, hfs3_s3_list *objects, hfs3_s3_list *prefixes);
 void hfs3_s3_list_free(hfs3_s3_list *l);
+/* Back to its first n entries (those past n freed): a failed page or listing leaves a list as it found it.
+ * l may be NULL. */
+void hfs3_s3_list_truncate(hfs3_s3_list *l, size_t n);
 void hfs3_s3_object_free(hfs3_s3_object *o);   /* frees the members, not o */
 
 /* HEAD: fills *out (key, size, etag, mtime). -ENOENT for 404. */

@@ -184,6 +184,18 @@ static void list_common_prefixes(void)
     hfs3_s3_list_free(&l);
     const char *bad = "<ListBucketResult><CommonPrefixes><Prefix></Prefix></CommonPrefixes></ListBucketResult>";
     CHECK(hfs3_s3xml_parse_list_dir(bad, strlen(bad), &l, &p, NULL, NULL) == -EINVAL && l.n == 0 && p.n == 0);
+    /* a bad page after good ones: what the page appended before its error is freed, the earlier pages stay */
+    CHECK(hfs3_s3xml_parse_list_dir(xml, strlen(xml), &l, &p, NULL, NULL) == 0 && l.n == 1 && p.n == 2);
+    const char *half = "<ListBucketResult><Contents><Key>x</Key><Size>1</Size></Contents>"
+                       "<CommonPrefixes><Prefix>a/</Prefix></CommonPrefixes>"
+                       "<CommonPrefixes><Prefix></Prefix></CommonPrefixes></ListBucketResult>";
+    CHECK(hfs3_s3xml_parse_list_dir(half, strlen(half), &l, &p, NULL, NULL) == -EINVAL && l.n == 1 && p.n == 2);
+    CHECK(!strcmp(l.v[0].key, "hub/version.txt") && !strcmp(p.v[1].key, "hub/models--c--d/"));
+    hfs3_s3_list_truncate(&p, 5);   /* longer than the list: nothing to do */
+    CHECK(p.n == 2);
+    hfs3_s3_list_truncate(&p, 1);
+    CHECK(p.n == 1 && !strcmp(p.v[0].key, "hub/models--a--b/"));
+    hfs3_s3_list_truncate(NULL, 0);
     hfs3_s3_list_free(&l);
     hfs3_s3_list_free(&p);
 }
