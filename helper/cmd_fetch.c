@@ -347,14 +347,11 @@ typedef struct fetch_files {
     pthread_mutex_t slot_mu;  /* the download slot: which lane is downloading */
     pthread_cond_t slot_cv;
     int slot_busy;
-    int downloaded_one;       /* under slot_mu: a file's last range arrived here */
 } fetch_files;
 
 typedef struct fetch_lane {
     fetch_files *ff;
     int holding;
-    const char *path;   /* the file being fetched, and whether its flush comes before the next download */
-    int after_flush;
 } fetch_lane;
 
 static void slot_release(void *ud)
@@ -369,28 +366,13 @@ static void slot_release(void *ud)
     pthread_mutex_unlock(&l->ff->slot_mu);
 }
 
-static void lane_downloaded(void *ud)
-{
-    fetch_lane *l = ud;
-    pthread_mutex_lock(&l->ff->slot_mu);
-    l->ff->downloaded_one = 1;
-    pthread_mutex_unlock(&l->ff->slot_mu);
-    if (l->ff->prefetch)
-        hfs3_debug("_prefetch %s: %s downloaded%s; the next download may start", l->ff->prefetch, l->path,
-                   l->after_flush ? " and on disk" : "");
-    slot_release(l);
-}
-
-/* Waits for the download slot. 1: nothing was downloaded before this file. */
-static int slot_take(fetch_lane *l)
+static void slot_take(fetch_lane *l)
 {
     pthread_mutex_lock(&l->ff->slot_mu);
     while (l->ff->slot_busy)
         pthread_cond_wait(&l->ff->slot_cv, &l->ff->slot_mu);
     l->ff->slot_busy = l->holding = 1;
-    int first = !l->ff->downloaded_one;
     pthread_mutex_unlock(&l->ff->slot_mu);
-    return first;
 }
 
 static void *fetch_files_run(void *arg)
@@ -399,15 +381,10 @@ static void *fetch_files_run(void *arg)
     fetch_files *ff = l->ff;
     fetch_progress *p = ff->p;
     hfs3_fetch_opts o = ff->o;
-    o.downloaded = lane_downloaded;
+    o.downloaded = slot_release;
     o.downloaded_ud = l;
     for (;;) {
-        /* The first file _prefetch downloads is the one a loader opens first and waits on (the first shard):
-         * the next download starts only once it is on disk. Started earlier, the next file's writes slowed
-         * this one's fdatasync about twofold on a 300-500 MB/s disk (first byte of a 256 MiB shard 1.1-1.2 s,
-         * 0.6-0.7 s now; the whole cold load the same within the noise), even with that file's writeback
-         * held back until the flush ended (tried). Later files overlap: by then the loader is busy. */
-        o.downloaded_after_flush = l->after_flush = slot_take(l) && ff->prefetch;
+        slot_take(l);
         pthread_mutex_lock(&p->mu);
         size_t k = ff->next++;
         pthread_mutex_unlock(&p->mu);
@@ -416,7 +393,6 @@ static void *fetch_files_run(void *arg)
             return NULL;
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
-        l->path = e->path;
         hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
         int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
         slot_release(l);   /* cached, failed, or never downloaded here */
@@ -451,7 +427,7 @@ static void fetch_files_all(fetch_files *ff)
 {
     pthread_mutex_init(&ff->slot_mu, NULL);
     pthread_cond_init(&ff->slot_cv, NULL);
-    fetch_lane a = {ff, 0, NULL, 0}, b = {ff, 0, NULL, 0};
+    fetch_lane a = {ff, 0}, b = {ff, 0};
     pthread_t second;
     int two = ff->n > 1 && pthread_create(&second, NULL, fetch_files_run, &b) == 0;
     fetch_files_run(&a);

@@ -375,15 +375,13 @@ static void *worker(void *arg)
         int all = ++j->ndone == j->nchunks;
         pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&j->mu);
-        if (all && j->o->downloaded && !j->o->downloaded_after_flush)
+        if (all && j->o->downloaded)
             j->o->downloaded(j->o->downloaded_ud);
         /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync
          * before the install finds nothing left to write (bench/: a loader waits for both, one after the
          * other, on every shard); a hint like the writeback above, the install's fsync is the one that counts */
         if (all)
             (void)fdatasync(j->fd);
-        if (all && j->o->downloaded && j->o->downloaded_after_flush)
-            j->o->downloaded(j->o->downloaded_ud);
     }
     free(wbuf);
     hfs3_s3_free(s3);

@@ -44,9 +44,6 @@ typedef struct hfs3_fetch_opts {
      * synced and installed: a caller that fetches several files starts the next download then. May be NULL. */
     void (*downloaded)(void *ud);
     void *downloaded_ud;
-    /* 1: call downloaded only once the file's bytes are on disk too (its fdatasync returned), so that the
-     * next download's writes do not slow this file's flush: for a file a loader is waiting on */
-    int downloaded_after_flush;
 } hfs3_fetch_opts;
 
 /* Results besides the return code. */
