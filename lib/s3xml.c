@@ -23,17 +23,6 @@ void hfs3_s3_object_free(hfs3_s3_object *o)
     o->key = o->etag = NULL;
 }
 
-void hfs3_s3_list_free(hfs3_s3_list *l)
-{
-    if (!l)
-        return;
-    for (size_t i = 0; i < l->n; i++)
-        hfs3_s3_object_free(&l->v[i]);
-    free(l->v);
-    l->v = NULL;
-    l->n = l->cap = 0;
-}
-
 void hfs3_s3_list_truncate(hfs3_s3_list *l, size_t n)
 {
     if (!l)
@@ -42,6 +31,16 @@ void hfs3_s3_list_truncate(hfs3_s3_list *l, size_t n)
         hfs3_s3_object_free(&l->v[i]);
     if (n < l->n)
         l->n = n;
+}
+
+void hfs3_s3_list_free(hfs3_s3_list *l)
+{
+    if (!l)
+        return;
+    hfs3_s3_list_truncate(l, 0);
+    free(l->v);
+    l->v = NULL;
+    l->cap = 0;
 }
 
 /* Which element's text we are collecting. */
