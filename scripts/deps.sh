@@ -41,3 +41,23 @@ if need_npm "$dir"; then
 else
   echo "deps: S3 server present"
 fi
+
+# Python: the real clients (transformers, safetensors, huggingface_hub, tokenizers) and the peers of the bench
+# (Run:ai Model Streamer, boto3, awscli), pinned in requirements.txt, in the project's own virtual environment .venv
+# (tests find it as $HFS3_PY). Reinstalled when requirements.txt changes.
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "deps: creating the virtual environment $venv"
+  python3 -m venv "$venv" 2>/dev/null || {
+    if [ "$(id -u)" = 0 ]; then apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; fi
+    rm -rf "$venv"; python3 -m venv "$venv"; }
+fi
+if ! cmp -s requirements.txt "$venv/.requirements-stamp" 2>/dev/null; then
+  echo "deps: pip install -r requirements.txt into $venv (torch, transformers, safetensors, huggingface_hub, ...)"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt 2>&1 | grep -v '^WARNING: Location' || true
+  "$venv/bin/python" -c "import torch, transformers, safetensors, huggingface_hub, tokenizers" ||
+    { echo "deps: the Python packages of requirements.txt did not install into $venv" >&2; exit 1; }
+  cp requirements.txt "$venv/.requirements-stamp"
+else
+  echo "deps: Python packages present ($venv)"
+fi

@@ -17,6 +17,8 @@ export HFS3_ROOT=$PWD BUILD=${BUILD:-build}
 if [ -n "${E2E_PLAIN_HELPER:-}" ]; then export HFS3_BIN=$PWD/$BUILD/bin/hfs3-manifest
 else export HFS3_BIN=$PWD/$BUILD/bin-san/hfs3-manifest; fi
 export HFS3_SHIM=$PWD/$BUILD/lib/libhfs3shim.so
+# the project's Python with the real clients (requirements.txt, installed by scripts/deps.sh)
+export HFS3_PY=${HFS3_PY:-$PWD/.venv/bin/python}
 # started by hand (not from make): build what is tested first, or an edit since the last `make e2e` goes untested
 if [ -z "${MAKELEVEL:-}" ]; then
   make -s --no-print-directory BUILD="$BUILD" e2e-build || { echo "e2e: the build failed" >&2; exit 1; }
