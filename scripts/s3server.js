@@ -2,8 +2,11 @@
 // usage: node --openssl-legacy-provider scripts/s3server.js PORT DIR BUCKET[,BUCKET...]
 // Prints "ready PORT" on stdout once it listens. Falls back to s3rver 3.7.1 on node < 20
 // (that one does not verify signatures, so it says so on stderr).
-// S3ENV_MAX_KEYS=N: a ListObjectsV2 with a delimiter returns at most N keys and common prefixes together per page,
-// as S3 does with 1,000 (s3rver alone never pages common prefixes), with its own continuation tokens.
+// A ListObjectsV2 with a delimiter is answered here, not by s3rver, whose filesystem walk skips every folder more than
+// one level below the prefix: a common prefix with no object directly inside it (an HF cache repo under a hub,
+// where every object is in blobs/, refs/ or snapshots/) was never listed, where S3 lists it.
+// S3ENV_MAX_KEYS=N: such a listing returns at most N keys and common prefixes together per page (default 1,000, as
+// S3; s3rver alone never pages common prefixes), with its own continuation tokens.
 'use strict';
 const path = require('path');
 const [port, dir, buckets] = process.argv.slice(2);
@@ -17,7 +20,7 @@ if (major >= 20 && !process.env.S3ENV_LEGACY) {
   process.stdout.write('legacy\n');
   S3rver = require(path.join(__dirname, 'legacy-s3rver', 'node_modules', 's3rver'));
 }
-const pageMax = parseInt(process.env.S3ENV_MAX_KEYS || '0', 10);
+const pageMax = parseInt(process.env.S3ENV_MAX_KEYS || '1000', 10);
 if (pageMax > 0 && major >= 20 && !process.env.S3ENV_LEGACY) {
   const ctrl = require(path.join(__dirname, '..', 'node_modules', '@20minutes', 's3rver', 'lib', 'controllers', 'bucket'));
   const orig = ctrl.getBucket;

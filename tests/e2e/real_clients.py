@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""real_clients.py - the libraries users load models with, run for real (the project's .venv, requirements.txt):
+transformers, tokenizers, safetensors and huggingface_hub. t_real_clients.sh runs each step on a local folder and
+again through the shim, and compares.
+
+  gen OUT --seed N            a tiny Qwen2 model made by transformers itself (from_config, fixed seed), saved with
+                              save_pretrained in >= 3 safetensors shards + index, a tokenizer.json trained by the
+                              tokenizers library, a generation_config.json
+  hfcache REPO SRC1 SRC2      an HF cache repo folder (models--org--name) as huggingface_hub writes it: blobs/ (LFS
+                              files by sha256, others by git sha1), snapshots/<rev>/ symlinks, refs/main -> rev of
+                              SRC2; prints the two revisions
+  generate MODEL OUT [REV] [+ MODEL OUT [REV] ...]
+                              AutoConfig, AutoTokenizer, AutoModelForCausalLM.from_pretrained, greedy generation of 8
+                              tokens; saves the token ids and the logits of every step (torch.save)
+  same A B                    the two results of generate are identical (torch.equal)
+  safetensors MODEL LOCAL     safe_open(framework="pt") + get_tensor of every tensor of every shard, and load_file,
+                              each equal to the LOCAL folder's
+  hub CACHE REPO_ID REV1 SRC1 SRC2   huggingface_hub 2.x offline on an HF cache: snapshot_download(local_files_only),
+                              scan_cache_dir() with no warnings, try_to_load_from_cache, hf_hub_download offline
+"""
+import hashlib, json, os, sys, warnings
+
+PROMPT = "The quick brown fox"
+
+
+def gen(out, seed):
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    text = ("The quick brown fox jumps over the lazy dog. " * 3
+            + "hfs3 serves model weights from S3 through a preloaded shim, verified, cached on first open. ") * 30
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([text], trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                      tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    model = Qwen2ForCausalLM(cfg)
+    model.save_pretrained(out, max_shard_size="200KB")
+    fast.save_pretrained(out)
+    # eos_token_id=[] would stop nothing; an id the model never emits first keeps all 8 tokens comparable
+    GenerationConfig(do_sample=False, max_new_tokens=8, bos_token_id=1, eos_token_id=2).save_pretrained(out)
+    shards = [n for n in os.listdir(out) if n.endswith(".safetensors")]
+    assert len(shards) >= 3 and os.path.exists(os.path.join(out, "model.safetensors.index.json")), shards
+    print(f"{out}: {len(shards)} shards")
+
+
+def git_sha1(data):
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def hfcache(repo, src1, src2):
+    """Both revisions into one repo folder; a revision's id is a sha1 of its file list (as a commit id is)."""
+    revs = []
+    for src in (src1, src2):
+        files = {}
+        for name in sorted(os.listdir(src)):
+            data = open(os.path.join(src, name), "rb").read()
+            lfs = name.endswith(".safetensors")
+            files[name] = hashlib.sha256(data).hexdigest() if lfs else git_sha1(data)
+            os.makedirs(os.path.join(repo, "blobs"), exist_ok=True)
+            blob = os.path.join(repo, "blobs", files[name])
+            if not os.path.exists(blob):
+                with open(blob, "wb") as f:
+                    f.write(data)
+        rev = hashlib.sha1(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        snap = os.path.join(repo, "snapshots", rev)
+        os.makedirs(snap, exist_ok=True)
+        for name, blob in files.items():
+            os.symlink(os.path.join("..", "..", "blobs", blob), os.path.join(snap, name))
+        revs.append(rev)
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(revs[1])  # huggingface_hub writes the ref without a newline
+    print(*revs)
+
+
+def generate(model_dir, out, revision=None):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    torch.set_num_threads(1)  # one thread: the same sums in the same order, so equal logits mean equal weights
+    kw = {"revision": revision} if revision else {}
+    cfg = AutoConfig.from_pretrained(model_dir, **kw)
+    tok = AutoTokenizer.from_pretrained(model_dir, **kw)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, **kw)
+    model.eval()
+    ids = tok(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        res = model.generate(ids, max_new_tokens=8, min_new_tokens=8, do_sample=False,
+                             output_logits=True, return_dict_in_generate=True)
+    new = res.sequences[0, ids.shape[1]:]
+    assert new.numel() == 8, res.sequences
+    torch.save({"model_type": cfg.model_type, "vocab": len(tok), "ids": res.sequences,
+                "logits": torch.stack(res.logits)}, out)
+    print(f"{model_dir}: {cfg.model_type}, generated {new.tolist()}")
+
+
+def same(a, b):
+    import torch
+    x, y = torch.load(a), torch.load(b)
+    assert x["model_type"] == y["model_type"] and x["vocab"] == y["vocab"], (x, y)
+    assert torch.equal(x["ids"], y["ids"]), (x["ids"], y["ids"])
+    assert torch.equal(x["logits"], y["logits"]), "logits differ"
+    print("same token ids and logits:", x["ids"][0].tolist())
+
+
+def check_safetensors(model_dir, local):
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    shards = sorted(n for n in os.listdir(model_dir) if n.endswith(".safetensors"))
+    assert shards == sorted(n for n in os.listdir(local) if n.endswith(".safetensors")), shards
+    tensors = 0
+    for name in shards:
+        with safe_open(os.path.join(model_dir, name), framework="pt") as f, \
+                safe_open(os.path.join(local, name), framework="pt") as g:
+            assert sorted(f.keys()) == sorted(g.keys()), name
+            assert f.metadata() == g.metadata(), name
+            for k in f.keys():
+                assert torch.equal(f.get_tensor(k), g.get_tensor(k)), (name, k)
+                tensors += 1
+        a, b = load_file(os.path.join(model_dir, name)), load_file(os.path.join(local, name))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
+    print(f"safetensors: {len(shards)} shards, {tensors} tensors equal (safe_open + get_tensor, load_file)")
+
+
+def hub(cache, repo_id, rev1, src1, src2):
+    from huggingface_hub import hf_hub_download, scan_cache_dir, snapshot_download, try_to_load_from_cache
+    main = snapshot_download(repo_id, local_files_only=True)
+    old = snapshot_download(repo_id, revision=rev1, local_files_only=True)
+    assert main.startswith(cache) and old.endswith(rev1), (main, old)
+    for snap, src in ((main, src2), (old, src1)):
+        assert sorted(os.listdir(snap)) == sorted(os.listdir(src)), (snap, os.listdir(snap))
+        for name in os.listdir(src):
+            assert open(os.path.join(snap, name), "rb").read() == open(os.path.join(src, name), "rb").read(), name
+    got = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
+    assert got == os.path.join(main, "config.json"), got
+    missing = try_to_load_from_cache(repo_id, "preprocessor_config.json", cache_dir=cache)
+    assert missing is None, missing
+    got = hf_hub_download(repo_id, "tokenizer.json", local_files_only=True)
+    assert got == os.path.join(main, "tokenizer.json"), got
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        info = scan_cache_dir(cache)
+    assert not info.warnings, info.warnings
+    assert not caught, [str(w.message) for w in caught]
+    repos = {r.repo_id: r for r in info.repos}
+    assert repo_id in repos, repos
+    r = repos[repo_id]
+    assert {x.commit_hash for x in r.revisions} == {os.path.basename(main), rev1}, r.revisions
+    assert r.refs.get("main") is not None and r.refs["main"].commit_hash == os.path.basename(main), r.refs
+    print(f"huggingface_hub: snapshot_download main + {rev1[:8]}, try_to_load_from_cache, hf_hub_download, "
+          f"scan_cache_dir: {len(info.repos)} repos, {r.nb_files} files, {r.size_on_disk} bytes, no warnings")
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "gen":
+        gen(args[0], int(args[2]) if len(args) > 2 else 1234)
+    elif cmd == "hfcache":
+        hfcache(*args)
+    elif cmd == "generate":  # several loads in one process: the imports cost more than a tiny model's load
+        job = []
+        for a in args + ["+"]:
+            if a == "+":
+                generate(*job)
+                job = []
+            else:
+                job.append(a)
+    elif cmd == "same":
+        same(*args)
+    elif cmd == "safetensors":
+        check_safetensors(*args)
+    elif cmd == "hub":
+        hub(*args)
+    else:
+        sys.exit(f"real_clients.py: unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()
