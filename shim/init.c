@@ -68,6 +68,7 @@ int sh_in_vfork(void)
 static void after_fork_child(void)
 {
     __atomic_store_n(&init_pid, getpid(), __ATOMIC_RELAXED);
+    sh_scratch_after_fork();   /* first: what follows takes scratch buffers */
     /* a load interrupted by fork in another thread would never finish here: start it again */
     int nall = sh_nmounts + __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);   /* hub.c's sub-mounts too */
     for (int i = 0; i < nall && i < sh_nmounts + SH_SUB_MAX; i++) {

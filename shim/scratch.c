@@ -1,35 +1,73 @@
 /* scratch.c - path-sized scratch buffers off the host's stack. Code that runs on the host's threads may find a
  * 16 KiB stack (musl-sized threads, coroutines, Go's cgo callbacks): the shim's frames stay small (budget in
  * docs/internals.md, checked by tests/stack_budget.py) and every buffer of PATH_MAX size comes from here. A slot
- * is taken with one compare-and-swap and given back when the scope that took it ends (SH_SCRATCH's cleanup):
- * no allocation, no lock, no wait (but when all slots are busy, which needs that many threads inside the shim
- * at once: then the taker yields and tries again). Safe in signal handlers and vfork children (they give
- * back what they take before returning). Untouched slots cost no memory (zero pages of the .bss). */
+ * of a fixed pool is taken with one compare-and-swap and given back when the scope that took it ends
+ * (SH_SCRATCH's cleanup): no allocation, no lock. Untouched slots cost no memory (zero pages of the .bss).
+ *
+ * The pool never makes a taker wait (issue 22, item 1). An open waiting on a fetch holds three buffers for as
+ * long as the fetch takes and needs more while it polls, so any fixed number of slots is used up by enough
+ * waiting threads (256 by 86), and a taker that waited for a slot then waited on the waiters: all of them
+ * spun forever. So when every slot is busy, the buffer is mapped (mmap) instead, and unmapped when given back:
+ * sh_scratch_get depends on no other thread giving anything back, which is what makes it deadlock-free. Only a
+ * kernel that refuses even that memory makes it retry (yielding), a wait for memory, not for another waiter.
+ * mmap and munmap are plain system calls: still safe in signal handlers and vfork children, which give back
+ * what they take before returning.
+ *
+ * A slot records its owner (pthread_self, the same in a forked child for the thread that forked), so that after
+ * fork() the slots of the threads that did not come along are free again in the child (issue 22, item 2): they
+ * would otherwise stay busy for the child's whole life. Buffers those threads had mapped stay mapped in the
+ * child, unused: 32 KiB for each buffer of a thread that was inside the shim at the fork, the cost of keeping
+ * no list of them. */
 #include "shim.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #define SH_SLOTS 256
 static struct sh_scratch slots[SH_SLOTS];
-static unsigned char busy[SH_SLOTS];
+/* 0: free; else the owner's pthread_self() */
+static unsigned long owner[SH_SLOTS];
+_Static_assert(sizeof(pthread_t) == sizeof(unsigned long), "pthread_t stored as unsigned long");
 
 struct sh_scratch *sh_scratch_get(void)
 {
+    unsigned long me = (unsigned long)pthread_self();
+    int e = errno;
     for (;;) {
         for (int i = 0; i < SH_SLOTS; i++) {
-            unsigned char z = 0;
-            if (!__atomic_load_n(&busy[i], __ATOMIC_RELAXED) &&
-                __atomic_compare_exchange_n(&busy[i], &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            unsigned long z = 0;
+            if (!__atomic_load_n(&owner[i], __ATOMIC_RELAXED) &&
+                __atomic_compare_exchange_n(&owner[i], &z, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
                 return &slots[i];
         }
+        void *p = mmap(NULL, sizeof(struct sh_scratch), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED)
+            return p;
+        errno = e;   /* the host's errno survives the refusal */
         sched_yield();
     }
 }
 
 void sh_scratch_put(struct sh_scratch **s)
 {
-    if (*s) {
-        __atomic_store_n(&busy[*s - slots], 0, __ATOMIC_RELEASE);
-        *s = NULL;
-    }
+    if (!*s)
+        return;
+    if (*s >= slots && *s < slots + SH_SLOTS)
+        __atomic_store_n(&owner[*s - slots], 0, __ATOMIC_RELEASE);
+    else
+        munmap(*s, sizeof **s);
+    *s = NULL;
+}
+
+/* In a forked child (init.c's pthread_atfork handler), where only the thread that forked runs: every slot of
+ * another thread is free. The forking thread's own stay taken: it may have forked from a signal handler that
+ * interrupted the shim, whose frames give them back when they return. */
+void sh_scratch_after_fork(void)
+{
+    unsigned long me = (unsigned long)pthread_self();
+    for (int i = 0; i < SH_SLOTS; i++)
+        if (__atomic_load_n(&owner[i], __ATOMIC_RELAXED) != me)
+            __atomic_store_n(&owner[i], 0, __ATOMIC_RELEASE);
 }

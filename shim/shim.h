@@ -94,6 +94,8 @@ struct sh_scratch {
 };
 struct sh_scratch *sh_scratch_get(void);
 void sh_scratch_put(struct sh_scratch **s);
+/* In a forked child: the slots of the threads that did not come along are free again. */
+void sh_scratch_after_fork(void);
 #define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
 
 enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };

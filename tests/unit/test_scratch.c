@@ -1,0 +1,155 @@
+/* test_scratch.c - shim/scratch.c, compiled in (the shim exports nothing but its interposers): a taker never
+ * waits on other holders (issue 22, item 1): past the pool's last slot buffers are mapped, and given back
+ * unmapped; 100 threads that each hold 3 buffers at once (more than the pool) and then take a 4th all finish;
+ * after fork() the child finds free every slot another thread held, and still holds its own (item 2).
+ * A hang is a failure: alarm() ends the run (the child of the fork test has its own). */
+#include "../../shim/scratch.c"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static int in_pool(const struct sh_scratch *s)
+{
+    return s >= slots && s < slots + SH_SLOTS;
+}
+
+static int busy_slots(void)
+{
+    int n = 0;
+    for (int i = 0; i < SH_SLOTS; i++)
+        n += __atomic_load_n(&owner[i], __ATOMIC_ACQUIRE) != 0;
+    return n;
+}
+
+static void test_spill(void)
+{
+    enum { N = SH_SLOTS + 8 };
+    static struct sh_scratch *s[N];
+    int pooled = 0, distinct = 1;
+    for (int i = 0; i < N; i++) {
+        s[i] = sh_scratch_get();
+        memset(s[i], i & 0xff, sizeof *s[i]);   /* the whole buffer is ours: ASan or a fault says otherwise */
+        pooled += in_pool(s[i]);
+    }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < i; j++)
+            distinct &= s[i] != s[j];
+    CHECK(distinct);
+    CHECK_EQ_INT(pooled, SH_SLOTS);
+    CHECK(!in_pool(s[N - 1]));
+    CHECK_EQ_INT((unsigned char)s[N - 1]->d[SH_SCR - 1], (N - 1) & 0xff);
+    int e = errno = 1234;
+    for (int i = 0; i < N; i++)
+        sh_scratch_put(&s[i]);
+    CHECK_EQ_INT(errno, e);
+    CHECK(s[0] == NULL && s[N - 1] == NULL);
+    CHECK_EQ_INT(busy_slots(), 0);
+    struct sh_scratch *again = sh_scratch_get();
+    CHECK(in_pool(again));
+    sh_scratch_put(&again);
+}
+
+/* each holds 3 at the barrier (all of them at once), then takes a 4th: an open waiting on a fetch */
+static pthread_barrier_t all_hold;
+static int wrong;
+
+static void *waiter(void *arg)
+{
+    struct sh_scratch *s[4];
+    for (int i = 0; i < 3; i++) {
+        s[i] = sh_scratch_get();
+        memset(s[i]->a, (int)(long)arg, SH_SCR);
+    }
+    pthread_barrier_wait(&all_hold);
+    s[3] = sh_scratch_get();
+    memset(s[3]->a, 0, SH_SCR);
+    for (int i = 0; i < 3; i++)
+        if (s[i]->a[SH_SCR - 1] != (char)(long)arg)
+            __atomic_add_fetch(&wrong, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        sh_scratch_put(&s[i]);
+    return NULL;
+}
+
+static void test_waiters(void)
+{
+    enum { T = 100 };   /* 300 held at once: more than the 256 slots */
+    pthread_t th[T];
+    pthread_barrier_init(&all_hold, NULL, T);
+    for (long i = 0; i < T; i++)
+        pthread_create(&th[i], NULL, waiter, (void *)(i + 1));
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&all_hold);
+    CHECK_EQ_INT(wrong, 0);
+    CHECK_EQ_INT(busy_slots(), 0);
+}
+
+/* a thread holds 200 slots across the fork; the forking thread holds one */
+static int ready[2], go[2];
+
+static void *holder(void *arg)
+{
+    struct sh_scratch *s[200];
+    for (int i = 0; i < 200; i++)
+        s[i] = sh_scratch_get();
+    char c = 1;
+    (void)!write(ready[1], &c, 1);   /* holding */
+    (void)!read(go[0], &c, 1);       /* until told */
+    for (int i = 0; i < 200; i++)
+        sh_scratch_put(&s[i]);
+    return arg;
+}
+
+static void test_fork(void)
+{
+    if (pipe(ready) < 0 || pipe(go) < 0)
+        return;
+    pthread_t th;
+    pthread_create(&th, NULL, holder, NULL);
+    char c;
+    (void)!read(ready[0], &c, 1);
+    struct sh_scratch *mine = sh_scratch_get();
+    CHECK_EQ_INT(busy_slots(), 201);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        sh_scratch_after_fork();   /* what init.c's pthread_atfork child handler does first */
+        int bad = 0;
+        bad |= busy_slots() != 1;                                                    /* 1 */
+        bad |= __atomic_load_n(&owner[mine - slots], __ATOMIC_ACQUIRE) != (unsigned long)pthread_self();   /* 2 */
+        int pooled = 0;
+        static struct sh_scratch *s[SH_SLOTS - 1];
+        for (int i = 0; i < SH_SLOTS - 1; i++)
+            pooled += in_pool(s[i] = sh_scratch_get()) && s[i] != mine;
+        bad |= (pooled != SH_SLOTS - 1) << 2;                                         /* 4 */
+        _exit(bad);
+    }
+    int st = -1;
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    CHECK(pid > 0 && WIFEXITED(st));
+    CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+    (void)!write(go[1], &c, 1);
+    pthread_join(th, NULL);
+    sh_scratch_put(&mine);
+    CHECK_EQ_INT(busy_slots(), 0);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+}
+
+int main(void)
+{
+    alarm(30);   /* a taker that waits forever (the bug) ends the run as a failure, not a hung suite */
+    TEST(test_spill);
+    TEST(test_waiters);
+    TEST(test_fork);
+    return t_done("test_scratch");
+}
