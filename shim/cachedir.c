@@ -276,9 +276,9 @@ int sh_cache_ready(void)
         __atomic_store_n(&state, rc == 0 ? 2 : 3, __ATOMIC_RELEASE);
         return rc;
     }
+    long wait = 0;
     while ((s = __atomic_load_n(&state, __ATOMIC_ACQUIRE)) == 1) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
+        sh_poll_wait(&wait);
     }
     return s == 2 ? 0 : -EIO;
 }

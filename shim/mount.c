@@ -232,9 +232,9 @@ int sh_mount_get(struct sh_mount *m)
         load_now(m);
         return 0;
     }
+    long wait = 0;
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
+        sh_poll_wait(&wait);
     }
     return 0;
 }
