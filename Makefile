@@ -1,4 +1,5 @@
 # hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`.
+# `make vllm-check`: vLLM's own loading code through the shim (installs vLLM into .venv-vllm, ~10 GB; not in `make test`).
 # BUILD=dir puts every output under dir (parallel work trees can use their own).
 CC      ?= cc
 BUILD   ?= build
@@ -42,7 +43,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e e2e-build stack demo bench fuzz mutate stress install clean deps FORCE
+.PHONY: all test unit e2e e2e-build stack demo bench fuzz mutate stress vllm-check install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -148,6 +149,15 @@ bench: deps
 stress: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bash tests/stress/stress.sh
+
+# vLLM 0.33.0's own code through the shim with the helper of the e2e tests: ModelConfig / get_config, get_tokenizer,
+# DefaultModelLoader._prepare_weights and its safetensors weights iterators, for the mount path and for a repo id
+# offline through a hub mount (tests/e2e/vllm_check.py). scripts/vllm-check.sh installs requirements-vllm.txt into
+# .venv-vllm first (~10 GB, ~10 minutes; VLLM_VENV=dir: another venv); deps: the S3 server and rclone. Not part of
+# `make test`.
+vllm-check: deps
+	@$(MAKE) --no-print-directory all $(E2E_HELPER)
+	@BUILD=$(BUILD) HFS3_BIN=$(abspath $(E2E_HELPER)) bash scripts/vllm-check.sh
 
 # Coverage-guided fuzzing of the parsers (clang + libFuzzer); FUZZ_SECONDS per target. Not part of `make test`.
 fuzz:
