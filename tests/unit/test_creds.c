@@ -214,6 +214,52 @@ static void order(void)
     unsetenv("RCLONE_CONFIG_R_PROFILE");
 }
 
+/* AWS_CONTAINER_CREDENTIALS_FULL_URI over plain http: only to loopback and the ECS / Pod Identity addresses,
+ * the host compared exactly (issue 25 item 1, issue 23 item 9). A host that merely starts like a loopback
+ * address, or an IPv4 spelling libcurl hands to DNS (4294967423.0.0.1: sscanf's %u wraps it to 127), would get
+ * the authorization token. */
+static void container_hosts(void)
+{
+    clean_env();
+    setenv("AWS_PROFILE", "empty", 1);
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+    setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", SECRET "auth", 1);
+    static const char *const good[] = {
+        "http://127.0.0.1/creds", "http://127.0.0.1:8080/creds", "http://127.9.8.7/", "http://127.255.255.255",
+        "http://localhost/creds", "http://LOCALHOST/creds", "http://LocalHost:80/creds", "http://[::1]/creds",
+        "http://[::1]:9/creds", "http://[0:0:0:0:0:0:0:1]/", "http://169.254.170.2/v2/x", "http://169.254.170.23/v1/credentials",
+        "http://[fd00:ec2::23]/creds", "http://[FD00:EC2:0::23]:80/creds", "http://127.0.0.1?x", "http://127.0.0.1#f"};
+    static const char *const bad[] = {
+        "http://127.0.0.1.evil.example/creds", "http://127.1.2.3x/creds", "http://4294967423.0.0.1/",
+        "http://4294967423.0.0.1:80/creds", "http://127.0.0.1x/", "http://127.1/", "http://2130706433/",
+        "http://0x7f.0.0.1/", "http://127.0.0.01/", "http://0127.0.0.1/", "http://127.0.0.256/", "http://localhost.evil.example/",
+        "http://localhostx/", "http://[::1].evil/", "http://[::2]/", "http://[::ffff:127.0.0.1]/",
+        "http://[::1/", "http://127.0.0.1:80x/", "http://169.254.170.20/", "http://10.0.0.1/", "http://evil.example/",
+        "http:///creds", "http://:80/creds", "http://127.0.0.1\\@evil/"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", good[i], 1);
+        const char *s = source();
+        if (!s || strcmp(s, "container credentials"))
+            fprintf(stderr, "  %s refused: %s\n", good[i], hfs3_errmsg());
+        CHECK(s && !strcmp(s, "container credentials"));
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", bad[i], 1);
+        hfs3_remote *r = NULL;
+        int rc = hfs3_remote_parse("s3://b/p", &r);
+        if (rc != -EINVAL)
+            fprintf(stderr, "  %s accepted\n", bad[i]);
+        CHECK_EQ_INT(rc, -EINVAL);
+        CHECK(strstr(hfs3_errmsg(), SECRET) == NULL);
+        hfs3_remote_free(r);
+    }
+    /* over https any host: the certificate says who it is */
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "https://127.0.0.1.evil.example/creds", 1);
+    CHECK_EQ_STR(source(), "container credentials");
+    unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+}
+
 /* A real credential_process through the provider, and the per-user cache. */
 static void process_and_cache(void)
 {
@@ -302,6 +348,7 @@ int main(void)
     TEST(split);
     TEST(times);
     TEST(order);
+    TEST(container_hosts);
     TEST(process_and_cache);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
