@@ -689,6 +689,8 @@ int hfs3_creds_set_net(hfs3_creds *c, const char *region, const char *ca_bundle,
 
 const char *hfs3_creds_source(const hfs3_creds *c) { return c->src->name; }
 
+const char *creds_cache_key(const hfs3_creds *c) { return c->key; }
+
 void hfs3_creds_free(hfs3_creds *c)
 {
     if (!c)
