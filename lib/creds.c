@@ -6,11 +6,14 @@
 
 #include "creds_int.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,26 +389,50 @@ static int plan_webid(const planner *p, credsrc **out)
     return 0;
 }
 
-/* Hosts an http:// full URI may name (botocore's list): loopback, and the ECS and EKS Pod Identity addresses. */
+/* Hosts an http:// full URI may name (botocore's list): loopback, and the ECS and EKS Pod Identity addresses.
+ * The host must be exactly one of them: "localhost" in any case, an IPv4 address in dotted-quad form parsed
+ * strictly (inet_pton: four decimal parts of 0-255, nothing after) in 127.0.0.0/8, 169.254.170.2 or
+ * 169.254.170.23, or a bracketed IPv6 address equal to ::1 or fd00:ec2::23. A prefix match or a lenient parse
+ * would send the authorization token elsewhere: sscanf("%u") took 4294967423.0.0.1 for 127.0.0.1 (it wraps),
+ * while libcurl hands that name to DNS. check_url already refused user info and blanks; after the host only a
+ * decimal port may follow. */
 static int allowed_http_host(const char *uri)
 {
-    const char *h = uri + 7;
-    size_t n = strcspn(h, "/?#");
+    const char *h = uri + 7, *rest;
     char host[256];
+    size_t n;
     if (*h == '[') {
-        const char *e = memchr(h, ']', n);
-        if (!e)
+        const char *e = strchr(h, ']');
+        if (!e || (size_t)(e - h - 1) >= sizeof host)
             return 0;
-        snprintf(host, sizeof host, "%.*s", (int)(e - h - 1), h + 1);
+        n = (size_t)(e - h - 1);
+        memcpy(host, h + 1, n);
+        rest = e + 1;
     } else {
-        snprintf(host, sizeof host, "%.*s", (int)strcspn(h, ":/?#"), h);
+        n = strcspn(h, ":/?#");
+        if (n >= sizeof host)
+            return 0;
+        memcpy(host, h, n);
+        rest = h + n;
     }
-    if (!strcmp(host, "localhost") || !strcmp(host, "169.254.170.2") || !strcmp(host, "169.254.170.23") ||
-        !strcasecmp(host, "fd00:ec2::23") || !strcmp(host, "::1"))
+    host[n] = 0;
+    if (*rest == ':')
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+            ;
+    if (*rest && !strchr("/?#", *rest))
+        return 0;
+    if (*h == '[') {
+        struct in6_addr a6, ecs6;
+        return inet_pton(AF_INET6, host, &a6) == 1 && inet_pton(AF_INET6, "fd00:ec2::23", &ecs6) == 1 &&
+               (IN6_IS_ADDR_LOOPBACK(&a6) || IN6_ARE_ADDR_EQUAL(&a6, &ecs6));
+    }
+    if (!strcasecmp(host, "localhost"))
         return 1;
-    unsigned a, b, c, d;
-    char tail;
-    return sscanf(host, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 && c < 256 && d < 256;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) != 1)
+        return 0;
+    uint32_t ip = ntohl(a4.s_addr);
+    return (ip >> 24) == 127 || ip == 0xA9FEAA02u /* 169.254.170.2 */ || ip == 0xA9FEAA17u /* 169.254.170.23 */;
 }
 
 static int plan_container(const planner *p, credsrc **out)
@@ -661,6 +688,8 @@ int hfs3_creds_set_net(hfs3_creds *c, const char *region, const char *ca_bundle,
 }
 
 const char *hfs3_creds_source(const hfs3_creds *c) { return c->src->name; }
+
+const char *creds_cache_key(const hfs3_creds *c) { return c->key; }
 
 void hfs3_creds_free(hfs3_creds *c)
 {

@@ -28,6 +28,10 @@ typedef struct credsrc {
 
 void credsrc_free(credsrc *s);
 
+/* The name of c's file in the per-user credentials cache: a sha256 of everything that decides whose keys the
+ * source returns. For tests, which check that two identities never share one. */
+const char *creds_cache_key(const hfs3_creds *c);
+
 /* Asks the source for keys (network, or running the process). On success *out holds them (expires 0 when
  * the source gave no expiry; access_key NULL only for an optional IMDS that is not there). Errors: one line
  * starting with s->name, no secret in it; -EACCES when the source refused, -EIO otherwise. */

@@ -238,7 +238,8 @@ int sh_trusted_file(int fd, const char *what)
     else if (st.st_mode & S_IWOTH)
         why = "writable by others";
     else if (st.st_uid != me && st.st_uid != 0 && !(cache_group_shared && st.st_gid == cache_gid))
-        why = "owned by another user, outside the cache's group";
+        why = cache_group_shared ? "owned by another user, outside the cache's group"
+                                 : "owned by another user, in a private cache";
     else if ((st.st_mode & S_IWGRP) && st.st_gid != cache_gid && st.st_uid != 0)
         why = "writable by a group other than the cache's";
     if (!why)

@@ -3,7 +3,7 @@
 service (IMDSv2) for the credential tests: no open implementation exists to run, so this speaks their
 documented protocol on 127.0.0.1 and refuses what the real ones refuse (stdlib only).
 
-  metadata_server.py PORTFILE LOG AK SK [--expires-in SECONDS] [--auth TOKEN] [--role NAME]
+  metadata_server.py PORTFILE LOG AK SK [--expires-in SECONDS] [--auth TOKEN] [--role NAME] [--redirect URL]
 
 IMDS:  PUT /latest/api/token needs X-aws-ec2-metadata-token-ttl-seconds (1..21600, else 400) and is refused
        (403) with X-Forwarded-For; GETs under /latest/meta-data/ need a token it issued in
@@ -12,7 +12,10 @@ IMDS:  PUT /latest/api/token needs X-aws-ec2-metadata-token-ttl-seconds (1..2160
 Container: GET /v2/credentials/anything or /pod-identity answers {"AccessKeyId", "SecretAccessKey", "Token",
        "Expiration", "RoleArn"}; with --auth the Authorization header must equal TOKEN, else 401 and
        {"code": "AccessDenied", "message": ...}.
-Expiration is now + SECONDS (3600). Each request appends "METHOD PATH STATUS" to LOG.
+Expiration is now + SECONDS (3600). Each request appends "METHOD PATH STATUS" to LOG (any method: a POST,
+which neither service takes, is logged as a 405).
+--redirect URL: every request (any method, any path) is answered 307 with Location: URL + its path, as a
+       hijacked or misconfigured endpoint would: credential clients must not follow it (the token would go along).
 """
 import datetime
 import http.server
@@ -25,7 +28,7 @@ import sys
 def main():
     portfile, log, ak, sk = sys.argv[1:5]
     opts = sys.argv[5:]
-    expires_in, auth, role = 3600, None, "hfs3-test-role"
+    expires_in, auth, role, redirect = 3600, None, "hfs3-test-role", None
     while opts:
         k, v = opts[0], opts[1]
         opts = opts[2:]
@@ -35,6 +38,8 @@ def main():
             auth = v
         elif k == "--role":
             role = v
+        elif k == "--redirect":
+            redirect = v
     tokens = set()
 
     def creds(token_key):
@@ -48,20 +53,34 @@ def main():
         def log_message(self, *a):
             pass
 
-        def reply(self, status, body, ctype="application/json"):
+        def reply(self, status, body, ctype="application/json", location=None):
             data = body if isinstance(body, bytes) else body.encode()
             self.send_response(status)
             self.send_header("Content-Type", ctype)
+            if location:
+                self.send_header("Location", location)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
             with open(log, "a") as f:
                 f.write("%s %s %d\n" % (self.command, self.path, status))
 
-        def do_PUT(self):
+        def redirected(self):
             n = int(self.headers.get("Content-Length") or 0)
             if n:
                 self.rfile.read(n)
+            if redirect is None:
+                return False
+            self.reply(307, "", "text/plain", location=redirect + self.path)
+            return True
+
+        def do_POST(self):
+            if not self.redirected():
+                self.reply(405, "", "text/plain")
+
+        def do_PUT(self):
+            if self.redirected():
+                return
             if self.path != "/latest/api/token":
                 return self.reply(404, "", "text/plain")
             if self.headers.get("X-Forwarded-For"):
@@ -74,6 +93,8 @@ def main():
             self.reply(200, t, "text/plain")
 
         def do_GET(self):
+            if self.redirected():
+                return
             p = self.path
             if p.startswith("/latest/"):
                 if self.headers.get("X-aws-ec2-metadata-token") not in tokens:

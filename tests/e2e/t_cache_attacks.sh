@@ -5,6 +5,7 @@
 # outside the cache (under $WORK/homeA) keep their sha256 and mode, A never gets a forged byte (the blob is
 # the real content, or the helper fails with one clear line), and each refusal is one line.
 # Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
+# Blobs with a second name are refused even when their size is right (issue 25 item 4).
 # The last cases are the shim's side: A's cat through the shim after B's plants.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -193,6 +194,25 @@ runA _get "$R" tokenizer.json
 succeeded "a hard link to A's file as a blob is removed and the real one fetched"
 real_blob "$S" tokenizer.json
 victim_ok "hard-linked blob"
+# a second name of the right size (issue 25 item 4): the size check passes, the link count alone refuses it.
+# A's own file of the blob's size linked in (root, as B could with protected_hardlinks=0): removed as a blob
+# and the real one fetched, the file itself untouched; B's own file linked in by B: refused (B's, sticky)
+new_shared nlink
+csize=$(stat -c %s "$WORK/m/config.json") tsize=$(stat -c %s "$WORK/m/tokenizer.json")
+head -c "$csize" /dev/urandom >"$HA/twin"; chown "$A:$A" "$HA/twin"; chmod 0600 "$HA/twin"
+twin=$(sha256sum <"$HA/twin")
+ln "$HA/twin" "$S/blobs/$cfg"
+runA _get "$R" config.json
+succeeded "a hard link to A's file of the right size as a blob"
+grep -q "has 2 links" "$WORK/err" || { cat "$WORK/err" >&2; fail "the second name was not the reason"; }
+real_blob "$S" config.json
+[ "$(sha256sum <"$HA/twin"):$(stat -c '%a %u %h' "$HA/twin")" = "$twin:600 $A 1" ] || fail "A's linked file changed"
+mkdir "$WORK/bfiles"; chown "$B:$G" "$WORK/bfiles"
+as "$B" bash -c "head -c $tsize /dev/zero | tr '\\0' x >'$WORK/bfiles/t' && chmod 0440 '$WORK/bfiles/t' && ln '$WORK/bfiles/t' '$S/blobs/$tok'"
+[ "$(stat -c '%u %s %h' "$S/blobs/$tok")" = "$B $tsize 2" ] || fail "B's linked blob was not planted"
+runA _get "$R" tokenizer.json
+refused "B's blob of the right size with a second name" "has 2 links"
+victim_ok "hard-linked blobs of the right size"
 
 # symlinks planted as temp names (.part, .done, for an empty and a large file) and index temp names
 new_shared tmp

@@ -13,8 +13,8 @@ source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 s3env_start "$WORK"
-MD_PID=
-trap 's3env_stop; stop_proxies; [ -z "$MD_PID" ] || kill "$MD_PID" 2>/dev/null || true' EXIT
+MD_PID= RD_PID=
+trap 's3env_stop; stop_proxies; [ -z "$MD_PID" ] || kill "$MD_PID" 2>/dev/null || true; [ -z "$RD_PID" ] || kill "$RD_PID" 2>/dev/null || true' EXIT
 PY=/usr/bin/python3
 
 fetch_model "$WORK/m"
@@ -86,6 +86,27 @@ fetch pod-far AWS_CONTAINER_CREDENTIALS_FULL_URI=http://example.com/creds AWS_CO
 expect_err pod-far 2 'plain http to a host other than loopback'
 ok "AWS_CONTAINER_AUTHORIZATION_TOKEN works too; a plain-http full URI to another host is refused (exit 2)"
 
+# --- no redirects (issue 25 item 2): a 3xx from the container endpoint, IMDS or STS is an answer, never followed
+# a redirect would carry the container authorization token (and the signed STS request) wherever it points.
+# RD answers every request 307 to the working server MD: MD must receive nothing, and the fetch fails.
+$PY "$HFS3_ROOT/tests/e2e/metadata_server.py" "$WORK/rd.port" "$WORK/rd.log" S3RVER S3RVER --redirect "$MD" &
+RD_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/rd.port" ] && break; sleep 0.05; done
+RD=http://127.0.0.1:$(cat "$WORK/rd.port")
+rm -rf "$HOME/.cache/hfs3-creds"
+: >"$WORK/md.log"
+fetch redir-pod AWS_CONTAINER_CREDENTIALS_FULL_URI="$RD/pod-identity" AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$WORK/pod-token"
+expect_err redir-pod 1 'container credentials: GET .*: HTTP 307'
+fetch redir-imds AWS_EC2_METADATA_DISABLED= AWS_EC2_METADATA_SERVICE_ENDPOINT="$RD"
+[ "$RC" != 0 ] || grep -q 'no credentials' "$WORK/redir-imds.out" || { cat "$WORK/redir-imds.out"; fail "redir-imds: exit 0 with keys"; }
+printf 'WebIdentityToken-%s\n' $$ >"$WORK/web-token"
+fetch redir-sts AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/web-token" AWS_ROLE_ARN=arn:aws:iam::1:role/r AWS_ENDPOINT_URL_STS="$RD"
+expect_err redir-sts 1 'web identity: .*HTTP 307'
+grep -q '^GET /pod-identity 307$' "$WORK/rd.log" && grep -q '^PUT /latest/api/token 307$' "$WORK/rd.log" &&
+  grep -q '^POST / 307$' "$WORK/rd.log" || { cat "$WORK/rd.log"; fail "the redirecting server was not asked"; }
+[ ! -s "$WORK/md.log" ] || { cat "$WORK/md.log"; fail "a redirect from a credential endpoint was followed"; }
+ok "307 from the container endpoint, IMDS and STS: not followed (the target got no request); container and STS fail"
+
 # --- credential_process ------------------------------------------------------------------------------
 mkdir -p "$WORK/bin" "$HOME/.aws"
 cat >"$WORK/bin/good creds" <<EOF
@@ -153,7 +174,7 @@ n=$(wc -l <"$WORK/process.calls")
 ok "keys about to expire are fetched again during a long fetch ($n credential_process runs)"
 
 # --- no token in any output --------------------------------------------------------------------------
-for s in "PodIdentityToken-$$-xyz" "ProcSessionTok-$$" "IQoJb3JpZ2luFAKESESSIONTOKEN" "IMDSTOKEN"; do
+for s in "PodIdentityToken-$$-xyz" "WebIdentityToken-$$" "ProcSessionTok-$$" "IQoJb3JpZ2luFAKESESSIONTOKEN" "IMDSTOKEN"; do
   if grep -lF -- "$s" "$WORK"/*.out; then fail "$s appears in the outputs above"; fi
 done
 ok "no authorization token, IMDS token or session token in any output (debug level included)"

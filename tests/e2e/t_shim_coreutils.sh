@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # coreutils and bash under the shim: ls -l, cat, cp -r + diff -r, du -b, find, sha256sum, stat, readlink,
-# realpath, cd + pwd; write attempts fail with EROFS; the rest of the filesystem is untouched.
+# realpath, cd + pwd; write attempts fail with EROFS; a name that only begins with a mount's path is not in it;
+# the rest of the filesystem is untouched.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_start
@@ -14,6 +15,9 @@ shim_check "ls -l shows files 0444" grep -q '^-r--r--r-- .* a.txt$' <<<"$out"
 shim_check "ls -l shows dirs 0555" grep -q '^dr-xr-xr-x .* dir$' <<<"$out"
 shim_check "ls -l shows links" grep -q 'link-to-a -> a.txt$' <<<"$out"
 shim_check "ls of an ancestor" test "$(shim ls "$M" | tr '\n' ' ')" = "flat hf "
+# a mount ends at a '/': names that only begin with its path are not in it ($M is not on disk)
+shim_check "cat M/flata.txt (no such file: not flat/a.txt)" bash -c "! LD_PRELOAD='$HFS3_SHIM' cat '${F}a.txt' 2>/dev/null"
+shim_check "stat M/flat2/a.txt (no such file)" bash -c "! LD_PRELOAD='$HFS3_SHIM' stat '${F}2/a.txt' >/dev/null 2>&1"
 shim_check "cat" cmp <(shim cat "$F/dir/b.bin") "$S/flat/dir/b.bin"
 shim_check "cat through HF symlink" cmp <(shim cat "$SNAP/config.json") "$S/hf/snapshots/$REV/config.json"
 shim_check "cp -r out" shim cp -r "$F" "$WORK/cpflat"

@@ -14,13 +14,20 @@ Statuses:
   survived          every test passed with the bug in: a hole in the suite
   text-not-found    the file no longer holds the text (or holds it more than once): the entry is stale, fix it
   no-build          the mutated tree does not compile: the entry is wrong, fix it
-The kill rate is (killed + killed-by-suite) / (those + survived); stale and broken entries are reported apart,
-never counted as killed. Prints a Markdown table; --readme FILE replaces the table between the
-"<!-- mutate:begin -->" and "<!-- mutate:end -->" lines of FILE. Exit status 0 when every runnable mutation
-was killed and no entry is stale or broken, else 1.
+  not-built         the mutation is not in what the tests ran: the file did not read back as mutated, or a
+                    binary the tests run (and the object it comes from) is not newer than the change, or no
+                    test named runs anything built from that file (a helper/ mutation named only with unit
+                    tests). An error in the entry or the build, never a kill.
+The kill rate is (killed + killed-by-suite) / (those + survived); stale, broken and not-built entries are
+reported apart, never counted as killed. Prints a Markdown table; --readme FILE replaces the table between the
+"<!-- mutate:begin -->" and "<!-- mutate:end -->" lines of FILE (with --only, only the rows of those mutations
+are replaced or added, and the summary line is counted again over the whole table). Exit status 0 when every
+runnable mutation was killed and no entry is stale, broken or not built, else 1.
 """
 import argparse
+import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -133,17 +140,71 @@ class NoBuild(Exception):
     pass
 
 
-def run_tests(tree, tests, log):
+class NotBuilt(Exception):
+    """The mutation is not in what the tests run (the message says why)."""
+
+
+def built_from(tree, src, group):
+    """What the tests of group (all unit: or all e2e:) run that is built from src, plus the objects in
+    between: [] when none of them is (the tests cannot see a change there), None when src is not compiled
+    (a script the tests run as it is: its text is what counts)."""
+    b = "build"
+    helper = [f"{b}/bin/hfs3-manifest"]   # e2e under mutate.py: the plain helper (E2E_PLAIN_HELPER=1)
+    shim = [f"{b}/lib/libhfs3shim.so"]
+    units = [f"{b}/tests/{x[5:]}" for x in group if x.startswith("unit:")]
+    e2e = any(x.startswith("e2e:") for x in group)
+    name = os.path.basename(src)
+    stem = name[:-2] if name.endswith((".c", ".h")) else name
+    if src.startswith("lib/") or src.startswith("include/hfs3/"):
+        obj = [f"{b}/obj/{src[:-2]}.o", f"{b}/libhfs3.a"] if src.endswith(".c") else []
+        out = units + ((helper + sorted(glob.glob(os.path.join(tree, b, "tools", "*")))) if e2e else [])
+        if src == "include/hfs3/index.h" and e2e:
+            out += shim   # the one header the shim shares
+        return obj + out if out else []
+    if src.startswith("helper/"):
+        return ([f"{b}/obj/{src[:-2]}.o"] if src.endswith(".c") else []) + helper if e2e else []
+    if src.startswith("shim/"):
+        return shim if e2e else []
+    if src.startswith("tests/unit/"):
+        return [f"{b}/tests/{stem}"] if f"unit:{stem}" in group else ([] if src.endswith(".c") else units)
+    if src.startswith("tests/tools/"):
+        return [f"{b}/tools/{stem}"] if e2e else []
+    if src.startswith("tests/probes/"):
+        return [f"{b}/probes/{k}/{stem}" for k in ("plain", "lfs", "fort")] if e2e and src.endswith(".c") else []
+    return None
+
+
+def check_built(tree, src, changed_ns, group):
+    """Raises NotBuilt unless everything group runs that is built from src is newer than the change."""
+    arts = built_from(tree, src, group)
+    if not arts:
+        return
+    for a in arts:
+        p = a if os.path.isabs(a) else os.path.join(tree, a)
+        try:
+            t = os.stat(p).st_mtime_ns
+        except OSError:
+            raise NotBuilt(f"{os.path.relpath(p, tree)} was not built")
+        if t <= changed_ns:
+            raise NotBuilt(f"{os.path.relpath(p, tree)} is older than the change to {src}")
+
+
+def run_tests(tree, tests, log, mut=None):
     """Builds what each test needs and runs it, unit tests first; returns the first that failed, or None.
-    Raises NoBuild when the tree does not compile."""
+    Raises NoBuild when the tree does not compile, NotBuilt when mut = (file, change time in ns) is not in
+    what a group of the tests is about to run."""
     units = [x for x in tests if x.startswith("unit:")]
     e2e = [x for x in tests if x.startswith("e2e:")]
+    if mut and built_from(tree, mut[0], tests) == []:
+        raise NotBuilt(f"none of {' '.join(tests)} runs anything built from {mut[0]}")
     for group in (units, e2e):
         if not group:
             continue
         rc, _ = run(["make", "-s", "BUILD=build"] + targets(tree, group), tree, log=log)
         if rc != 0:
             raise NoBuild()
+        if mut:
+            check_built(tree, mut[0], mut[1], group)
         for x in group:
             if x.startswith("unit:"):
                 rc, _ = run(["build/tests/" + x[5:]], tree, log=log)
@@ -165,18 +226,45 @@ def all_tests(tree):
 def table(results, secs):
     rows = ["| mutation | file | bug | tests named | result |", "|---|---|---|---|---|"]
     for m, status, by in results:
-        res = f"{status} by {by}" if by else status
+        res = f"{status}: {by}" if status == "not-built" else f"{status} by {by}" if by else status
         rows.append(f"| `{m['id']}` | `{m['file']}` | {m['why']} | {' '.join(m['tests'])} | {res} |")
-    killed = sum(1 for _, s, _ in results if s.startswith("killed"))
-    survived = sum(1 for _, s, _ in results if s == "survived")
-    stale = sum(1 for _, s, _ in results if s == "text-not-found")
-    broken = sum(1 for _, s, _ in results if s == "no-build")
+    statuses = [s for _, s, _ in results]
+    return "\n".join(rows), summarise(statuses, f"{secs:.0f} s"), all(s.startswith("killed") for s in statuses)
+
+
+def summarise(statuses, how):
+    """The summary line over a list of statuses; how: what the run took ("298 s", or a merged table's note)."""
+    killed = sum(1 for s in statuses if s.startswith("killed"))
+    survived = sum(1 for s in statuses if s == "survived")
+    stale = sum(1 for s in statuses if s.startswith("text-not-found"))
+    broken = sum(1 for s in statuses if s == "no-build")
+    notbuilt = sum(1 for s in statuses if s == "not-built")
     runnable = killed + survived
     rate = f"{100.0 * killed / runnable:.0f}%" if runnable else "n/a"
-    summary = (f"{len(results)} mutations: {killed} killed, {survived} survived, {stale} text not found, "
-               f"{broken} not building; kill rate {killed}/{runnable} = {rate} ({secs:.0f} s, "
-               f"{time.strftime('%Y-%m-%d', time.gmtime())})")
-    return "\n".join(rows), summary, survived == 0 and stale == 0 and broken == 0
+    return (f"{len(statuses)} mutations: {killed} killed, {survived} survived, {stale} text not found, "
+            f"{broken} not building, {notbuilt} not built into the tests; kill rate {killed}/{runnable} = {rate} "
+            f"({how}, {time.strftime('%Y-%m-%d', time.gmtime())})")
+
+
+ROW_ID = re.compile(r"^\| `([^`]+)` \|")
+
+
+def merge_rows(old_table, new_rows, order):
+    """The README's table with the rows of new_rows (by id) replaced or added, in mutations.txt order (ids not
+    there any more are dropped), and its summary line counted again over all rows."""
+    rows = {}
+    for line in old_table.splitlines():
+        mt = ROW_ID.match(line)
+        if mt:
+            rows[mt.group(1)] = line
+    for line in new_rows.splitlines():
+        mt = ROW_ID.match(line)
+        if mt:
+            rows[mt.group(1)] = line
+    kept = [rows[i] for i in order if i in rows]
+    statuses = [line.rstrip(" |").rsplit("| ", 1)[-1].split(" by ")[0].split(":")[0].strip() for line in kept]
+    head = new_rows.splitlines()[:2]
+    return "\n".join(head + kept), summarise(statuses, "rows merged from partial runs")
 
 
 def main():
@@ -191,6 +279,7 @@ def main():
     ap.add_argument("--readme", default="")
     a = ap.parse_args()
     muts = parse_list(a.list)
+    order = [m["id"] for m in muts]
     if a.only:
         want = set(a.only.split(","))
         muts = [m for m in muts if m["id"] in want]
@@ -218,16 +307,23 @@ def main():
                 results.append((m, "text-not-found", ""))
                 print(f"{m['id']:28} {status}", flush=True)
                 continue
+            want = orig.replace(m["old"], m["new"])
             with open(path, "w", encoding="utf-8") as f:
-                f.write(orig.replace(m["old"], m["new"]))
+                f.write(want)
             try:
-                by = run_tests(tree, m["tests"], log)
+                # the change must be in the file the build reads, and in what the tests then run
+                if open(path, encoding="utf-8").read() != want:
+                    raise NotBuilt(f"{m['file']} does not read back as mutated")
+                mut = (m["file"], os.stat(path).st_mtime_ns)
+                by = run_tests(tree, m["tests"], log, mut)
                 status = "killed" if by else "survived"
                 if not by and not a.no_full:
-                    by = run_tests(tree, [t for t in all_tests(tree) if t not in m["tests"]], log)
+                    by = run_tests(tree, [t for t in all_tests(tree) if t not in m["tests"]], log, mut)
                     status = "killed-by-suite" if by else "survived"
             except NoBuild:
                 status, by = "no-build", ""
+            except NotBuilt as e:
+                status, by = "not-built", str(e)
             finally:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(orig)
@@ -246,7 +342,9 @@ def main():
         b, e = "<!-- mutate:begin -->", "<!-- mutate:end -->"
         if b in text and e in text:
             head, rest = text.split(b, 1)
-            _, tail = rest.split(e, 1)
+            old_table, tail = rest.split(e, 1)
+            if a.only:   # a partial run: its rows replace those of the same ids, the others stay
+                rows, summary = merge_rows(old_table, rows, order)
             open(a.readme, "w", encoding="utf-8").write(head + b + "\n" + rows + "\n\n" + summary + "\n" + e + tail)
             print(f"table written into {a.readme}")
     return 0 if all_killed else 1

@@ -1,4 +1,5 @@
-/* open.c - probe: the open family and stdio on a mount (read, EROFS, ENOTDIR, openat, fortified paths). */
+/* open.c - probe: the open family and stdio on a mount (read, EROFS, ENOTDIR, openat, fortified paths), and
+ * that O_CLOEXEC (fopen's "e") is kept: a model descriptor must not leak into an exec'd child. */
 #include <fcntl.h>
 #include <unistd.h>
 #include "probe.h"
@@ -14,6 +15,29 @@ int main(int argc, char **argv)
     fd = open(P(b, "link-to-a"), O_RDONLY | O_CLOEXEC);
     OK(fd >= 0 && read(fd, buf, sizeof buf) == 13, "open through a symlink");
     close(fd);
+    /* FD_CLOEXEC exactly when asked for: files, directories, O_PATH, openat, the mount's ancestor */
+    fd = open(P(b, "a.txt"), O_RDONLY | O_CLOEXEC);
+    OK(fd >= 0 && fcntl(fd, F_GETFD) == FD_CLOEXEC, "open O_CLOEXEC: FD_CLOEXEC set");
+    close(fd);
+    fd = open(P(b, "a.txt"), rd);
+    OK(fd >= 0 && fcntl(fd, F_GETFD) == 0, "open without O_CLOEXEC: FD_CLOEXEC clear");
+    close(fd);
+    fd = open(P(b, "dir"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    OK(fd >= 0 && fcntl(fd, F_GETFD) == FD_CLOEXEC, "open a dir O_CLOEXEC: FD_CLOEXEC set");
+    int fd2 = fd >= 0 ? openat(fd, "b.bin", O_RDONLY | O_CLOEXEC) : -1;
+    OK(fd2 >= 0 && fcntl(fd2, F_GETFD) == FD_CLOEXEC, "openat O_CLOEXEC: FD_CLOEXEC set");
+    close(fd2);
+    close(fd);
+    fd = open(P(b, "a.txt"), O_PATH | O_CLOEXEC);
+    OK(fd >= 0 && fcntl(fd, F_GETFD) == FD_CLOEXEC, "O_PATH|O_CLOEXEC: FD_CLOEXEC set");
+    close(fd);
+    fd = open(P(b, ".."), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    OK(fd >= 0 && fcntl(fd, F_GETFD) == FD_CLOEXEC, "the mount's parent O_CLOEXEC: FD_CLOEXEC set");
+    close(fd);
+    FILE *fe = fopen(P(b, "a.txt"), "re");
+    OK(fe && fcntl(fileno(fe), F_GETFD) == FD_CLOEXEC, "fopen re: FD_CLOEXEC set");
+    if (fe)
+        fclose(fe);
     errno = 0;
     OK(open(P(b, "a.txt"), O_WRONLY) < 0 && errno == EROFS, "O_WRONLY is EROFS");
     OK(open(P(b, "new"), O_WRONLY | O_CREAT, 0644) < 0 && errno == EROFS, "O_CREAT is EROFS");

@@ -1,8 +1,10 @@
-/* path.c - probe: readlink, realpath, access, xattr and statfs on a mount. */
+/* path.c - probe: readlink, realpath, access, xattr and statfs on a mount, and where a mount ends: a name that
+ * only begins with the mount's path (M/flata.txt, M/flat2 beside M/flat) is not inside it. */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "probe.h"
@@ -49,5 +51,15 @@ int main(int argc, char **argv)
     struct statfs sf;
     OK(statfs(P(b, "dir"), &sf) == 0 && (sf.f_flags & ST_RDONLY), "statfs read-only");
     OK(statvfs(argv[1], &sv) == 0 && (sv.f_flag & ST_RDONLY), "statvfs read-only");
+    /* the mount's boundary is a '/': these siblings do not exist (the mount's parent is not on disk) */
+    struct stat st;
+    snprintf(b, sizeof b, "%sa.txt", argv[1]);
+    errno = 0;
+    OK(stat(b, &st) < 0 && errno == ENOENT, "stat %s (the mount's path + a file's name) is ENOENT", b);
+    OK(open(b, O_RDONLY) < 0 && errno == ENOENT, "open %s is ENOENT", b);
+    snprintf(b, sizeof b, "%s2/a.txt", argv[1]);
+    OK(lstat(b, &st) < 0 && errno == ENOENT, "lstat %s is ENOENT", b);
+    snprintf(b, sizeof b, "%sdir", argv[1]);
+    OK(access(b, F_OK) < 0 && errno == ENOENT, "access %s is ENOENT", b);
     DONE();
 }

@@ -214,6 +214,144 @@ static void order(void)
     unsetenv("RCLONE_CONFIG_R_PROFILE");
 }
 
+/* AWS_CONTAINER_CREDENTIALS_FULL_URI over plain http: only to loopback and the ECS / Pod Identity addresses,
+ * the host compared exactly (issue 25 item 1, issue 23 item 9). A host that merely starts like a loopback
+ * address, or an IPv4 spelling libcurl hands to DNS (4294967423.0.0.1: sscanf's %u wraps it to 127), would get
+ * the authorization token. */
+static void container_hosts(void)
+{
+    clean_env();
+    setenv("AWS_PROFILE", "empty", 1);
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+    setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", SECRET "auth", 1);
+    static const char *const good[] = {
+        "http://127.0.0.1/creds", "http://127.0.0.1:8080/creds", "http://127.9.8.7/", "http://127.255.255.255",
+        "http://localhost/creds", "http://LOCALHOST/creds", "http://LocalHost:80/creds", "http://[::1]/creds",
+        "http://[::1]:9/creds", "http://[0:0:0:0:0:0:0:1]/", "http://169.254.170.2/v2/x", "http://169.254.170.23/v1/credentials",
+        "http://[fd00:ec2::23]/creds", "http://[FD00:EC2:0::23]:80/creds", "http://127.0.0.1?x", "http://127.0.0.1#f"};
+    static const char *const bad[] = {
+        "http://127.0.0.1.evil.example/creds", "http://127.1.2.3x/creds", "http://4294967423.0.0.1/",
+        "http://4294967423.0.0.1:80/creds", "http://127.0.0.1x/", "http://127.1/", "http://2130706433/",
+        "http://0x7f.0.0.1/", "http://127.0.0.01/", "http://0127.0.0.1/", "http://127.0.0.256/", "http://localhost.evil.example/",
+        "http://localhostx/", "http://[::1].evil/", "http://[::2]/", "http://[::ffff:127.0.0.1]/",
+        "http://[::1/", "http://127.0.0.1:80x/", "http://169.254.170.20/", "http://10.0.0.1/", "http://evil.example/",
+        "http:///creds", "http://:80/creds", "http://127.0.0.1\\@evil/"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", good[i], 1);
+        const char *s = source();
+        if (!s || strcmp(s, "container credentials"))
+            fprintf(stderr, "  %s refused: %s\n", good[i], hfs3_errmsg());
+        CHECK(s && !strcmp(s, "container credentials"));
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", bad[i], 1);
+        hfs3_remote *r = NULL;
+        int rc = hfs3_remote_parse("s3://b/p", &r);
+        if (rc != -EINVAL)
+            fprintf(stderr, "  %s accepted\n", bad[i]);
+        CHECK_EQ_INT(rc, -EINVAL);
+        CHECK(strstr(hfs3_errmsg(), SECRET) == NULL);
+        hfs3_remote_free(r);
+    }
+    /* over https any host: the certificate says who it is */
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "https://127.0.0.1.evil.example/creds", 1);
+    CHECK_EQ_STR(source(), "container credentials");
+    unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+}
+
+/* The provider for s3://b/p with AWS_PROFILE=prof (NULL on error; the caller frees the remote). */
+static hfs3_remote *remote_of(const char *prof)
+{
+    hfs3_remote *r = NULL;
+    setenv("AWS_PROFILE", prof, 1);
+    if (hfs3_remote_parse("s3://b/p", &r) < 0 || !r->creds) {
+        fprintf(stderr, "  profile %s: %s\n", prof, hfs3_errmsg());
+        hfs3_remote_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The per-user cache is keyed by everything that decides whose keys come back (issue 25 item 5): two profiles
+ * that assume different roles from one source_profile never get each other's cached keys. Keys cached for
+ * role a (a file written here, as a helper that asked STS would have left it) are used for role a, and never
+ * for role b, which asks STS (a closed port here: it fails) instead. Each setting of AssumeRole changes the key;
+ * the same settings under another profile name share it. */
+static void cache_keys(void)
+{
+    clean_env();
+    char xdg[512], cfg[2048];
+    snprintf(xdg, sizeof xdg, "%s/xdg-keys", tmp);
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    setenv("AWS_REGION", "us-east-1", 1);
+    setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9", 1);
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+    put("credentials", "[base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = " SECRET "base\n"
+                       "[base2]\naws_access_key_id = AKIDBASE2\naws_secret_access_key = " SECRET "base2\n", 0600);
+    snprintf(cfg, sizeof cfg, "%s",
+             "[profile ra]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base\n"
+             "[profile rb]\nrole_arn = arn:aws:iam::123456789012:role/b\nsource_profile = base\n"
+             "[profile ra-again]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base\n"
+             "[profile ra-ext]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base\nexternal_id = x1\n"
+             "[profile ra-name]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base\n"
+             "role_session_name = other\n"
+             "[profile ra-dur]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base\n"
+             "duration_seconds = 7200\n"
+             "[profile ra-src2]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = base2\n");
+    put("config", cfg, 0600);
+    static const char *const other[] = {"rb", "ra-ext", "ra-name", "ra-dur", "ra-src2"};
+    hfs3_remote *ra = remote_of("ra"), *again = remote_of("ra-again");
+    CHECK(ra && again);
+    if (!ra || !again)
+        goto out;
+    char ka[65];
+    snprintf(ka, sizeof ka, "%s", creds_cache_key(ra->creds));
+    CHECK_EQ_INT(strlen(ka), 64);
+    CHECK_EQ_STR(creds_cache_key(again->creds), ka);
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        hfs3_remote *r = remote_of(other[i]);
+        CHECK(r != NULL);
+        if (r && !strcmp(creds_cache_key(r->creds), ka))
+            fprintf(stderr, "  profile %s shares role a's cache key\n", other[i]);
+        CHECK(r && strcmp(creds_cache_key(r->creds), ka) != 0);
+        hfs3_remote_free(r);
+    }
+    /* role a's keys in the cache, as a helper that asked STS for them would have left them */
+    char dir[600], file[700], text[512];
+    snprintf(dir, sizeof dir, "%s/hfs3-creds", xdg);
+    CHECK_EQ_INT(hfs3_mkdirs(dir, 0700), 0);
+    chmod(xdg, 0700);
+    snprintf(file, sizeof file, "%s/%s", dir, ka);
+    snprintf(text, sizeof text, "{\"AccessKeyId\": \"AKIDROLEA\", \"SecretAccessKey\": \"" SECRET "rolea\", "
+             "\"SessionToken\": \"" SECRET "tok\", \"Expiration\": %lld}", (long long)time(NULL) + 3600);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        goto out;
+    fputs(text, f);
+    fclose(f);
+    chmod(file, 0600);
+    hfs3_cred k = {0};
+    CHECK_EQ_INT(hfs3_creds_get(ra->creds, &k), 0);
+    CHECK(k.access_key && !strcmp(k.access_key, "AKIDROLEA"));
+    hfs3_cred_clear(&k);
+    hfs3_remote *rb = remote_of("rb");
+    CHECK(rb != NULL);
+    int rc = rb ? hfs3_creds_get(rb->creds, &k) : 0;
+    CHECK(rc < 0);   /* asked STS, which is not there */
+    CHECK(rc < 0 || !k.access_key || strcmp(k.access_key, "AKIDROLEA") != 0);
+    if (rc == 0)
+        hfs3_cred_clear(&k);
+    CHECK(strstr(hfs3_errmsg(), SECRET) == NULL);
+    hfs3_remote_free(rb);
+out:
+    hfs3_remote_free(ra);
+    hfs3_remote_free(again);
+    unsetenv("AWS_ENDPOINT_URL_STS");
+    unsetenv("AWS_EC2_METADATA_DISABLED");
+}
+
 /* A real credential_process through the provider, and the per-user cache. */
 static void process_and_cache(void)
 {
@@ -302,6 +440,8 @@ int main(void)
     TEST(split);
     TEST(times);
     TEST(order);
+    TEST(container_hosts);
+    TEST(cache_keys);
     TEST(process_and_cache);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
