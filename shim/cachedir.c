@@ -9,6 +9,8 @@
  * mount is an empty directory and everything inside fails with EIO. */
 #include "shim.h"
 
+#include <pthread.h>
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,8 +275,11 @@ int sh_cache_ready(void)
         return -EIO;
     int z = 0;
     if (__atomic_compare_exchange_n(&state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        int cs;   /* no cancellation while the state is 1 (mount.c's load_now) */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
         int rc = decide_all();
         __atomic_store_n(&state, rc == 0 ? 2 : 3, __ATOMIC_RELEASE);
+        pthread_setcancelstate(cs, NULL);
         return rc;
     }
     long wait = 0;

@@ -12,6 +12,8 @@
  * hold no reference), and a re-read that finds the same bytes keeps the old one. */
 #include "shim.h"
 
+#include <pthread.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -166,6 +168,8 @@ static void hub_refresh(struct sh_mount *h)
     int z = 0;
     if (!__atomic_compare_exchange_n(&h->hub_busy, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return;
+    int cs;   /* no cancellation while hub_busy is 1: it would stay 1, and the list never be checked again */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     SH_SCRATCH(t);
     char *p = t->a, *lk = t->b;
     snprintf(p, SH_SCR, "%s/repos", h->dir);
@@ -181,6 +185,7 @@ static void hub_refresh(struct sh_mount *h)
     now = (long)time(NULL);
     __atomic_store_n(&h->hub_checked, (long)mt > now ? (long)mt : now, __ATOMIC_RELEASE);
     __atomic_store_n(&h->hub_busy, 0, __ATOMIC_RELEASE);
+    pthread_setcancelstate(cs, NULL);
 }
 
 static uint64_t hash(int hub, const char *name, size_t n)

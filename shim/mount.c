@@ -208,11 +208,17 @@ static int retry_due(const struct sh_mount *m)
     return now - at >= sh_hub_ttl || now < at;
 }
 
+/* Cancellation stays off while the state is 1: a thread cancelled inside load() (nanosleep, waitpid and
+ * sigtimedwait are cancellation points) would leave it at 1, and every later call on the mount in this process
+ * would wait for it forever. A pending cancel acts at the caller's next cancellation point. */
 static void load_now(struct sh_mount *m)
 {
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+    pthread_setcancelstate(cs, NULL);
 }
 
 int sh_mount_get(struct sh_mount *m)

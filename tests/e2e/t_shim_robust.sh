@@ -80,4 +80,9 @@ shim_check "Path.resolve(strict) through ancestors" test "$(HFS3_MOUNTS="$R/deep
 shim_check "touch a real ancestor" shim touch "$WORK"
 shim_check "mkdir beside a mount in a real ancestor" shim mkdir "$WORK/mnt-sibling"
 shim_check "mkdir of a synthetic ancestor is EROFS" bash -c "LD_PRELOAD='$HFS3_SHIM' mkdir '$WORK/mnt' 2>&1 | grep -q 'Read-only'"
+# a thread cancelled (pthread_cancel) while it loads a mount's index: the mount is not left "loading", later
+# calls on it return (they waited forever)
+out=$(HFS3_CACHE_DIR=$WORK/cache-cancel FAKE_INDEX_SLEEP=2 LD_PRELOAD=$HFS3_SHIM timeout -k 5 20 \
+  "$HFS3_ROOT/$BUILD/tools/cancelload" "$F/a.txt" 2>&1); rc=$?
+shim_check "a thread cancelled during the index load: the next stat returns ($rc: $out)" test "$rc:$out" = "0:stat ok"
 exit $((SHIM_FAILS > 0))
