@@ -125,6 +125,7 @@ def check_safetensors(model_dir, local):
                 tensors += 1
         a, b = load_file(os.path.join(model_dir, name)), load_file(os.path.join(local, name))
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
+    assert len(shards) >= 3 and tensors > 0, (shards, tensors)
     print(f"safetensors: {len(shards)} shards, {tensors} tensors equal (safe_open + get_tensor, load_file)")
 
 

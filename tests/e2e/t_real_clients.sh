@@ -33,6 +33,8 @@ ok "a transformers model ($(ls "$WORK/v2" | grep -c safetensors$) shards + index
 # the references: each revision loaded from its local folder, no shim
 RC generate "$WORK/v2" "$WORK/local-v2.pt" + "$WORK/v1" "$WORK/local-v1.pt" >"$WORK/local.out" 2>&1 ||
   { cat "$WORK/local.out"; fail "transformers: the local load"; }
+# the two revisions differ, or loading the wrong one would pass unseen
+if RC same "$WORK/local-v1.pt" "$WORK/local-v2.pt" >/dev/null 2>&1; then fail "the two revisions generate the same"; fi
 
 export HFS3_MOUNTS="/models/qwen=s3test:models/qwen;/models/hub=s3test:models/hub" HFS3_CACHE_DIR=$WORK/cache \
        HFS3_HELPER=$HFS3_BIN
@@ -72,13 +74,18 @@ ok "hf cache ls --revisions: both revisions, refs and sizes as for the same cach
 # what huggingface_hub and transformers try to write into a cache they read offline: the kernel's record of the same
 # calls on the same cache on disk. Nothing: so a read-only cache (the shim answers EROFS to writes) breaks no load.
 if command -v strace >/dev/null; then
-  HF_HUB_CACHE=$WORK/hub strace -f -qq -e trace=%file,%desc -o "$WORK/strace" "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \
+  # -y: a descriptor is printed with its path, so a write relative to a directory descriptor names the cache too;
+  # the tree's listing before and after catches what a path relative to the working directory would hide
+  find "$WORK/hub" -printf '%p %s %m %T@\n' | sort >"$WORK/hub.before"
+  HF_HUB_CACHE=$WORK/hub strace -f -qq -y -e trace=%file,%desc -o "$WORK/strace" "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \
     generate org/qwen "$WORK/s.pt" + org/qwen "$WORK/s1.pt" "$rev1" >/dev/null 2>&1 &&
-  HF_HUB_CACHE=$WORK/hub strace -f -qq -e trace=%file,%desc -o "$WORK/strace2" "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \
+  HF_HUB_CACHE=$WORK/hub strace -f -qq -y -e trace=%file,%desc -o "$WORK/strace2" "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \
     hub "$WORK/hub" org/qwen "$rev1" "$WORK/v1" "$WORK/v2" >/dev/null 2>&1 || fail "the strace runs"
   writes=$(cat "$WORK/strace" "$WORK/strace2" | grep -F "$WORK/hub" |
            grep -E '^[0-9]+ +(open|openat|openat2|creat)\(.*(O_WRONLY|O_RDWR|O_CREAT)|^[0-9]+ +(mkdir|mkdirat|rename|renameat2?|unlink|unlinkat|rmdir|symlink|symlinkat|link|linkat|utimes|utimensat|truncate|chmod|fchmodat|chown|lchown|fchownat|setxattr|lsetxattr)\(' || true)
   [ -z "$writes" ] || { echo "$writes" | head; fail "huggingface_hub offline writes into the cache (the shim would refuse it)"; }
+  find "$WORK/hub" -printf '%p %s %m %T@\n' | sort | cmp -s - "$WORK/hub.before" ||
+    fail "the cache on disk changed while transformers and huggingface_hub read it offline"
   [ "$(grep -cF "$WORK/hub" "$WORK/strace")" -gt 20 ] || fail "the strace saw the cache read"
   ok "offline, transformers + huggingface_hub write nothing into the cache: no .no_exist marker, lock or ref (strace)"
 else
