@@ -19,6 +19,7 @@ SHIM_SRC   := $(sort $(wildcard shim/*.c))
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 PROBE_SRC  := $(sort $(wildcard tests/probes/*.c))
+FUZZ_SRC   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 HEADERS    := $(wildcard include/hfs3/*.h) $(wildcard lib/*.h) $(wildcard helper/*.h) $(wildcard tests/unit/*.h)
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -32,6 +33,10 @@ TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 PROBE_BIN  := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/plain/%) \
               $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/lfs/%) \
               $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/fort/%)
+# libFuzzer targets (clang): every one links the whole library built with coverage, so none can miss a source
+CLANG      ?= clang
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_SAN   := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SHIM       := $(BUILD)/lib/libhfs3shim.so
 HELPER     := $(BUILD)/bin/hfs3-manifest
 # The end-to-end tests run the helper built with ASan + UBSan, so its error and free paths are checked too.
@@ -43,7 +48,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e e2e-build stack demo bench fuzz mutate stress vllm-check install clean deps FORCE
+.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -103,6 +108,15 @@ $(BUILD)/probes/fort/%: tests/probes/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -D_FORTIFY_SOURCE=2 -g -Wall -o $@ $<
 
+$(BUILD)/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BASE) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/libhfs3-fuzz.a: $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/fuzz/libhfs3-fuzz.a $(HEADERS)
+	$(CLANG) $(BASE) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(BUILD)/fuzz/libhfs3-fuzz.a $(LIBS)
+fuzz-build: $(FUZZ_BIN)
+
 deps:
 	@bash scripts/deps.sh
 
@@ -119,7 +133,8 @@ unit: $(UNIT_BIN) $(UNIT_SBIN)
 # What the end-to-end tests run; tests/e2e/run.sh makes it itself when started by hand, so that a test never
 # runs an old helper (E2E_PLAIN_HELPER=1: the plain one instead of the sanitized one).
 E2E_HELPER := $(if $(E2E_PLAIN_HELPER),$(HELPER),$(HELPER_SAN))
-e2e-build: all $(E2E_HELPER) $(TOOL_BIN) $(PROBE_BIN)
+# the fuzz targets too (t_fuzz runs each for a few seconds), where clang is installed (scripts/deps.sh installs it)
+e2e-build: all $(E2E_HELPER) $(TOOL_BIN) $(PROBE_BIN) $(if $(shell command -v $(CLANG)),$(FUZZ_BIN))
 
 e2e: e2e-build
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
@@ -159,8 +174,10 @@ vllm-check: deps
 	@$(MAKE) --no-print-directory all $(E2E_HELPER)
 	@BUILD=$(BUILD) HFS3_BIN=$(abspath $(E2E_HELPER)) bash scripts/vllm-check.sh
 
-# Coverage-guided fuzzing of the parsers (clang + libFuzzer); FUZZ_SECONDS per target. Not part of `make test`.
-fuzz:
+# Coverage-guided fuzzing of the parsers (clang + libFuzzer); FUZZ_SECONDS (60) per target. `make test` runs
+# each for a few seconds (t_fuzz); the long runs are here.
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
 	@BUILD=$(BUILD) bash tests/fuzz/run.sh
 
 # Mutation testing: every deliberate bug in tests/mutate/mutations.txt must fail the tests named for it (a scratch

@@ -3,6 +3,7 @@
  * Owns the small INI readers for those files. No network and no signing here; secrets are copied into the
  * struct and never into a message or a log line. */
 #include "hfs3/config.h"
+#include "hfs3/index.h"
 
 #include "hfs3/creds.h"
 #include "hfs3/explain.h"
@@ -861,13 +862,11 @@ int hfs3_remote_parse(const char *spec, hfs3_remote **out)
     r->tls_verify = hfs3_env_bool("HFS3_TLS_VERIFY", 1);
 
     const char *colon = strchr(spec, ':');
-    size_t comma = strcspn(spec, ",");
-    if (!hfs3_starts_with(spec, "s3://") && spec[comma] && (!colon || spec + comma < colon)) {
+    int namelen;
+    if (hfs3_remote_connstr(spec, &namelen)) {
         /* rclone's connection strings (name,key=value,...:bucket/p) carry secrets: nothing after the comma
-         * is repeated, here or anywhere (r->spec is in every later message) */
-        rc = hfs3_err(-EINVAL, "REMOTE '%.*s,...': rclone connection-string remotes are not supported (they "
-                      "would put credentials in process arguments); define the remote in rclone.conf or with "
-                      "RCLONE_CONFIG_<NAME>_* variables", (int)(comma < 64 ? comma : 64), spec);
+         * is repeated, here or anywhere (r->spec is in every later message); the shim refuses them too */
+        rc = hfs3_err(-EINVAL, HFS3_CONNSTR_MSG, namelen, spec);
         memset(r->spec, 0, strlen(r->spec));
         goto fail;
     }

@@ -704,11 +704,14 @@ void hfs3_creds_free(hfs3_creds *c)
 
 /* ---------- the per-user cache ---------- */
 
-/* Opens (creating as needed) $XDG_CACHE_HOME/hfs3-creds or ~/.cache/hfs3-creds: a directory this user owns
+/* Opens (creating as needed) $XDG_CACHE_HOME/hfs3-creds (an absolute XDG_CACHE_HOME only, as the XDG spec says)
+ * or ~/.cache/hfs3-creds: a directory this user owns
  * that nobody else may enter. Returns its descriptor, or -1 (the cache is then not used; debug line). */
 static int cache_dir(int create)
 {
     const char *x = envv("XDG_CACHE_HOME"), *home = envv("HOME");
+    if (x && x[0] != '/')
+        x = NULL; /* relative: it would name a place under the cwd (through the shim, the program's); ignored */
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
     if (!x && !home && getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &res) == 0 && res && res->pw_dir &&

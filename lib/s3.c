@@ -631,6 +631,12 @@ static int status_error(xfer *x, int attempts)
     return rc;
 }
 
+/* "DNS: " before a resolve failure's text, so that the line says what to look at (curl's own words do not). */
+static const char *dns_tag(CURLcode cc)
+{
+    return cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ? "DNS: " : "";
+}
+
 static int curl_error(hfs3_s3 *c, xfer *x, CURLcode cc, int attempts)
 {
     int code = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
@@ -638,7 +644,7 @@ static int curl_error(hfs3_s3 *c, xfer *x, CURLcode cc, int attempts)
     char tail[48] = "";
     if (attempts > 1)
         snprintf(tail, sizeof tail, " (after %d attempts)", attempts);
-    return hfs3_err(code, "s3: %s %s: %s%s%s%s", x->q->op, x->q->what, curl_easy_strerror(cc),
+    return hfs3_err(code, "s3: %s %s: %s%s%s%s%s", x->q->op, x->q->what, dns_tag(cc), curl_easy_strerror(cc),
                     c->errbuf[0] ? ": " : "", c->errbuf, tail);
 }
 
@@ -679,8 +685,10 @@ static int setup_curl(hfs3_s3 *c, xfer *x, const char *url, struct curl_slist *h
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, x);
     /* curl's default 16 KiB receive buffer makes a write callback (a pwrite, a lock) per 16 KiB of a shard;
-     * 512 KiB (its maximum) cuts those 32-fold: bench/ measured the system time of a fetch */
-    SET(CURLOPT_BUFFERSIZE, 512L * 1024);
+     * 512 KiB (its maximum) cuts those 32-fold: bench/ measured the system time of a fetch. Only a hint: libcurl
+     * 7.88 (Debian 12) refuses it with "bad argument" once the handle has a receive buffer (after a failed
+     * resolve, say), and a failed hint must not replace the real error nor stop the retry of a DNS blip. */
+    (void)curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
     if (!strcmp(q->method, "HEAD")) {
         SET(CURLOPT_NOBODY, 1L);
     } else if (!strcmp(q->method, "PUT")) {
@@ -792,8 +800,8 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
                 break;
             }
             retry = 1;
-            hfs3_info("s3: %s %s: %s, retrying (attempt %d of %d)", q->op, q->what, curl_easy_strerror(cc),
-                      attempt + 1, attempts);
+            hfs3_info("s3: %s %s: %s%s, retrying (attempt %d of %d)", q->op, q->what, dns_tag(cc),
+                      curl_easy_strerror(cc), attempt + 1, attempts);
         } else if (status_ok(x->status)) {
             /* a body that ended early without curl noticing (no Content-Length) is a broken body too */
             uint64_t want = q->ranged ? q->hi : UINT64_MAX;

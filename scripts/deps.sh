@@ -10,7 +10,8 @@ DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-de
           # `make bench`: nginx-light (the reference server), aria2 (a comparison), gnuplot-nox (the chart),
           # valgrind (callgrind counts the shim's instructions), time
           nginx-light aria2 gnuplot-nox valgrind time
-          strace)   # t_real_clients: what huggingface_hub writes into a cache it reads, asked of the kernel
+          strace   # t_real_clients: what huggingface_hub writes into a cache it reads, asked of the kernel
+          clang libclang-rt-dev)   # libFuzzer (-fsanitize=fuzzer): the fuzz targets, `make fuzz` and t_fuzz
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   # nodejs/npm from NodeSource count as present: any node >= 18 with npm will do.

@@ -162,6 +162,7 @@ static void parse_env(void)
         const char *end = strchr(ms, ';');
         size_t len = end ? (size_t)(end - ms) : strlen(ms);
         const char *eq = memchr(ms, '=', len);
+        int namelen;
         SH_SCRATCH(t);
         char *local = t->a;
         struct sh_mount *m = &sh_mounts[sh_nmounts];
@@ -178,6 +179,13 @@ static void parse_env(void)
         if (sh_normalise(local, m->path, sizeof m->path, NULL) < 0 || !strcmp(m->path, "/")) {
             env_err("HFS3_MOUNTS: ignoring \"%.*s\" (a mount at / or too long)",
                      (int)(len > 200 ? 200 : len), ms);
+            memset(m, 0, sizeof *m);
+            goto next;
+        }
+        if (hfs3_remote_connstr(eq + 1, &namelen)) {
+            /* its secrets must reach no helper's argv (every local user can read /proc/PID/cmdline) and no log
+             * line: refused here, with the helper's own message, and never copied */
+            env_err("HFS3_MOUNTS: %s: " HFS3_CONNSTR_MSG ": ignored", m->path, namelen, eq + 1);
             memset(m, 0, sizeof *m);
             goto next;
         }

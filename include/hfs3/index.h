@@ -25,6 +25,28 @@ static inline int hfs3_hub_name_okn(const char *s, size_t n)
     return 0;
 }
 
+/* rclone's connection-string REMOTEs (`name,key=value,...:bucket/p`) carry secrets in the REMOTE itself, which would
+ * then sit in the helper's argv (readable by every local user) and in messages: they are refused. Returns 1 when
+ * spec is one (a ',' before any ':', and not s3://), with *namelen the length of the name before the ',' that a
+ * message may repeat (at most 64: nothing after the comma), else 0. One rule for the helper (lib/config.c,
+ * hfs3_remote_parse) and the shim (shim/init.c, which then never starts a helper for it), with one message:
+ * printf HFS3_CONNSTR_MSG with *namelen, spec. */
+static inline int hfs3_remote_connstr(const char *spec, int *namelen)
+{
+    if (spec[0] == 's' && spec[1] == '3' && spec[2] == ':' && spec[3] == '/' && spec[4] == '/')
+        return 0;
+    size_t comma = 0;
+    while (spec[comma] && spec[comma] != ',' && spec[comma] != ':')
+        comma++;
+    if (spec[comma] != ',')
+        return 0;
+    *namelen = comma < 64 ? (int)comma : 64;
+    return 1;
+}
+#define HFS3_CONNSTR_MSG                                                                                       \
+    "REMOTE '%.*s,...': rclone connection-string remotes are not supported (they would put credentials in "  \
+    "process arguments); define the remote in rclone.conf or with RCLONE_CONFIG_<NAME>_* variables"
+
 /* The name of mounts/<key>/ for a REMOTE: FNV-1a 64 of its canonical spelling, as 16 lowercase hex digits +
  * NUL. Spellings that name the same bucket and prefix the same way share a key: `name:bucket/prefix`,
  * `name:bucket/prefix/`, `name:bucket//prefix//`, `name:/bucket/prefix` (the slashes after the bucket and at

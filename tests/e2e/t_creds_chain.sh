@@ -56,6 +56,17 @@ expect_ok imds2
 [ "$(count 'PUT /latest/api/token')" = 1 ] || { cat "$WORK/md.log"; fail "second process asked IMDS again"; }
 ok "a second process takes the keys from ~/.cache/hfs3-creds: no IMDS request"
 rm -rf "$HOME/.cache/hfs3-creds"
+# a relative XDG_CACHE_HOME is ignored (as for the main cache): it would put the keys under the cwd, which through
+# the shim is the program's
+mkdir -p "$WORK/cwd"
+cd "$WORK/cwd"
+fetch imdsrel XDG_CACHE_HOME=relcache AWS_EC2_METADATA_DISABLED= AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD"
+cd "$HFS3_ROOT"
+expect_ok imdsrel
+[ ! -e "$WORK/cwd/relcache" ] || fail "a relative XDG_CACHE_HOME put the credentials cache under the cwd"
+[ -d "$HOME/.cache/hfs3-creds" ] || fail "a relative XDG_CACHE_HOME: not ~/.cache/hfs3-creds"
+ok "a relative XDG_CACHE_HOME is ignored: the keys go to ~/.cache/hfs3-creds, not under the cwd"
+rm -rf "$HOME/.cache/hfs3-creds"
 
 # no IMDS at the endpoint (a closed port): anonymous requests, quickly; the server serves anonymous GETs
 t0=$(date +%s%N)

@@ -116,4 +116,31 @@ for k in _index _get _prefetch; do
 done
 ! grep -qF -e S3RVER -e "$BAD" -e "$TOKEN" "$WORK/argv.log" || fail "a secret on the helper's command line"
 ok "the shim runs the helper with: $(sort -u "$WORK/argv.log" | cut -d' ' -f1 | sort -u | tr '\n' ' ')— no secret"
+
+# 6. an rclone connection string in HFS3_MOUNTS (name,secret_access_key=...:bucket/p): the shim refuses the mount
+# with the helper's message, never starts a helper with it (every local user can read /proc/PID/cmdline) and
+# logs no secret, at HFS3_LOG=debug too. The wrapper also looks at every process's command line while it runs.
+cat >"$WORK/helper6.sh" <<WRAP
+#!/bin/sh
+printf '%s\n' "\$*" >>"$WORK/argv6.log"
+grep -lF "$BAD" /proc/[0-9]*/cmdline >>"$WORK/cmdline6.log" 2>/dev/null
+exec "$HFS3_BIN" "\$@"
+WRAP
+chmod +x "$WORK/helper6.sh"
+: >"$WORK/argv6.log"
+: >"$WORK/cmdline6.log"
+for f in config.json sub/x; do
+  rc=0
+  HFS3_LOG=debug HFS3_HELPER=$WORK/helper6.sh HFS3_CACHE_DIR=$WORK/cache6 \
+    HFS3_MOUNTS="$WORK/mnt6=sec,secret_access_key=$BAD,access_key_id=S3RVER:models/m" \
+    LD_PRELOAD=$HFS3_SHIM cat "$WORK/mnt6/$f" >"$WORK/out" 2>"$WORK/err" || rc=$?
+  [ $rc != 0 ] || fail "a connection-string mount was served"
+  grep -q "REMOTE 'sec,...': rclone connection-string remotes are not supported" "$WORK/err" ||
+    { cat "$WORK/err"; fail "connection string in HFS3_MOUNTS: the helper's message"; }
+  ! grep -qF "$BAD" "$WORK/err" "$WORK/out" || fail "connection string in HFS3_MOUNTS: the secret in the log"
+done
+[ ! -s "$WORK/argv6.log" ] || { cat "$WORK/argv6.log"; fail "the shim started a helper for a connection string"; }
+[ ! -s "$WORK/cmdline6.log" ] || fail "the secret on a command line: $(cat "$WORK/cmdline6.log")"
+! grep -rqF "$BAD" "$WORK/cache6" 2>/dev/null || fail "the secret in the cache"
+ok "a connection string in HFS3_MOUNTS: refused by the shim, no helper, no secret in argv or log: $(head -c 160 "$WORK/err")"
 echo "all ok"

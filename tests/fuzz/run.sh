@@ -1,45 +1,34 @@
 #!/usr/bin/env bash
-# run.sh - builds the libFuzzer targets in tests/fuzz/ (clang, ASan + UBSan + libFuzzer) into
-# ${BUILD:-build}/fuzz/ and runs each for FUZZ_SECONDS (default 60) over a working copy of its seed corpus
-# (tests/fuzz/corpus/<name>; new inputs go to ${BUILD}/fuzz/corpus/<name>, the seeds are never touched).
+# run.sh - runs the libFuzzer targets that `make fuzz-build` built into ${BUILD:-build}/fuzz/ (clang, ASan + UBSan +
+# libFuzzer, each linked against the whole library) for FUZZ_SECONDS each (default 60) over a working copy of its
+# seed corpus (tests/fuzz/corpus/<name>; new inputs go to ${BUILD}/fuzz/corpus/<name>, the seeds are never touched).
 # FUZZ_ONLY=substr selects targets; FUZZ_JOBS=n runs n workers per target (default 1: the machine is shared).
-# Exits non-zero when a build fails or a target finds a crash, leak or UB (the reproducer is kept in
-# ${BUILD}/fuzz/artifacts/<name>/). Run from the repository root.
+# Every tests/fuzz/fuzz_<name>.c is a target. Exits non-zero when a target is missing or finds a crash, leak or UB
+# (the reproducer is kept in ${BUILD}/fuzz/artifacts/<name>/); prints "ok: fuzz_<name>" for each that ran clean.
+# Run from the repository root (`make fuzz`; `make test` runs each for a few seconds through tests/e2e/t_fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
-CLANG=${CLANG:-clang}
 OUT="$BUILD/fuzz"
-CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-        -std=c11 -Iinclude -D_GNU_SOURCE -DHFS3_VERSION='"0.1.0"' -Wall -Wextra -Wno-unused-parameter)
-LIBS=(-lcurl -lcrypto -lcjson -lexpat -lpthread)
-
-# target name, its sources under lib/ (util.c and log.c are always linked)
-declare -A SRC=(
-    [manifest]="lib/manifest.c"
-    [s3xml]="lib/s3xml.c"
-    [sigv4]="lib/sigv4.c"
-    [config]="lib/config.c lib/creds.c lib/credsrc.c lib/sigv4.c lib/s3xml.c"
-)
-NAMES=(manifest s3xml sigv4 config)
-
-mkdir -p "$OUT"
-fail=0
-for n in "${NAMES[@]}"; do
-    [[ -n "${FUZZ_ONLY:-}" && "$n" != *"$FUZZ_ONLY"* ]] && continue
-    bin="$OUT/fuzz_$n"
-    echo "== build $bin"
-    # shellcheck disable=SC2086
-    "$CLANG" "${CFLAGS[@]}" -o "$bin" "tests/fuzz/fuzz_$n.c" ${SRC[$n]} lib/util.c lib/log.c "${LIBS[@]}"
+NAMES=()
+for f in tests/fuzz/fuzz_*.c; do
+    n=${f#tests/fuzz/fuzz_}
+    NAMES+=("${n%.c}")
 done
 
+fail=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 for n in "${NAMES[@]}"; do
     [[ -n "${FUZZ_ONLY:-}" && "$n" != *"$FUZZ_ONLY"* ]] && continue
     bin="$OUT/fuzz_$n"
+    if [[ ! -x "$bin" ]]; then
+        echo "FAIL: $bin is not built (make fuzz-build)" >&2
+        fail=1
+        continue
+    fi
     work="$OUT/corpus/$n"
     art="$OUT/artifacts/$n/"
     mkdir -p "$work" "$art"
