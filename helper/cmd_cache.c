@@ -340,6 +340,40 @@ cJSON *cmd_snap_summary(cmd_snap *s, int json)
     return j;
 }
 
+FILE *cmd_text_begin(char **buf, size_t *len)
+{
+    fflush(stdout);
+    FILE *mem = open_memstream(buf, len);
+    if (!mem)
+        return NULL;
+    FILE *real = stdout;
+    stdout = mem; /* glibc's stdout is a plain variable: every printf of the command lands here */
+    return real;
+}
+
+void cmd_text_end(FILE *real, char **bufp, size_t *lenp)
+{
+    if (!real)
+        return;
+    fclose(stdout); /* sets *bufp and *lenp */
+    stdout = real;
+    char *buf = *bufp;
+    size_t len = *lenp;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == 0xc2 && i + 1 < len && (unsigned char)buf[i + 1] >= 0x80 && (unsigned char)buf[i + 1] <= 0x9f) {
+            printf("\\xc2\\x%02x", (unsigned char)buf[++i]);
+        } else if ((c < 0x20 && c != '\n') || c == 0x7f) {
+            printf("\\x%02x", c);
+        } else {
+            putchar(c);
+        }
+    }
+    free(buf);
+    *bufp = NULL;
+    fflush(stdout);
+}
+
 void cmd_print_json(cJSON *j)
 {
     char *text = cJSON_PrintUnformatted(j);
@@ -370,8 +404,12 @@ static int cache_du(int argc, char **argv)
         cJSON_AddItemToObject(j, "mounts", cmd_snap_mounts(&s, o.remote, 1));
         cmd_print_json(j);
     } else {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *real = cmd_text_begin(&buf, &len);
         cmd_snap_summary(&s, 0);
         cmd_snap_mounts(&s, o.remote, 0);
+        cmd_text_end(real, &buf, &len);
     }
     cmd_snap_free(&s);
     return 0;

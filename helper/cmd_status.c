@@ -320,12 +320,16 @@ int cmd_status(int argc, char **argv)
     clock_gettime(CLOCK_REALTIME, &rt);
     double wall = ts(&rt);
     cJSON *root = NULL, *jf = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *real_stdout = NULL;
     if (json) {
         root = cJSON_CreateObject();
         cJSON_AddItemToObject(root, "cache", cmd_snap_summary(&s, 1));
         cJSON_AddItemToObject(root, "mounts", cmd_snap_mounts(&s, remote, 1));
         jf = cJSON_AddArrayToObject(root, "fetches");
     } else {
+        real_stdout = cmd_text_begin(&text, &text_len);
         cmd_snap_summary(&s, 0);
         printf("mounts:\n");
         if (!s.nm)
@@ -427,6 +431,7 @@ int cmd_status(int argc, char **argv)
             printf("  %s %s: %s\n", cmd_when(e[i].time, w, sizeof w), e[i].where ? e[i].where : "",
                    e[i].msg ? e[i].msg : "");
         }
+        cmd_text_end(real_stdout, &text, &text_len);
     }
     for (size_t i = 0; i < ne; i++) {
         free(e[i].where);

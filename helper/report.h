@@ -3,6 +3,7 @@
 #ifndef HFS3_HELPER_REPORT_H
 #define HFS3_HELPER_REPORT_H
 
+#include <stdio.h>
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,5 +37,12 @@ const char *cmd_mount_name(const hfs3_gc_mount *m, char *buf, size_t n);
 const char *cmd_when(int64_t t, char *buf, size_t n);
 /* Prints j on one line on stdout and frees it. */
 void cmd_print_json(cJSON *j);
+/* The text output of `status` and `cache du` carries what any member of a shared cache wrote (mounts/K/remote,
+ * canonical, error files, manifest paths): cmd_text_begin gathers stdout, cmd_text_end prints it with every
+ * control character but the newline escaped (\xHH, C1 controls in UTF-8 too), so no member's text can move the
+ * reader's cursor, retitle the terminal or fake a line. cmd_text_begin returns the real stdout, or NULL (then
+ * the output goes straight through, and cmd_text_end(NULL, ...) does nothing). */
+FILE *cmd_text_begin(char **buf, size_t *len);
+void cmd_text_end(FILE *real, char **buf, size_t *len);
 
 #endif
