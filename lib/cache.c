@@ -48,7 +48,7 @@ char *hfs3_cache_dir_from_env(void)
     char *s;
     if ((v = env_nonempty("HFS3_CACHE_DIR")))
         s = hfs3_strdup(v);
-    else if ((v = env_nonempty("XDG_CACHE_HOME")))
+    else if ((v = env_nonempty("XDG_CACHE_HOME")) && v[0] == '/') /* relative: ignored, as the XDG spec and the shim */
         s = join2(v, "hfs3");
     else if ((v = env_nonempty("HOME")))
         s = join2(v, ".cache/hfs3");

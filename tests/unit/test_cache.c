@@ -51,7 +51,13 @@ static void test_dir_from_env(void)
     d = hfs3_cache_dir_from_env();
     CHECK_EQ_STR(d, "/xdg/hfs3");
     free(d);
+    /* a relative XDG_CACHE_HOME is ignored (the XDG spec; the shim's rule too): it named a cache under each
+     * process's working directory */
     unsetenv("HFS3_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "rel", 1);
+    d = hfs3_cache_dir_from_env();
+    CHECK_EQ_STR(d, "/home/u/.cache/hfs3");
+    free(d);
     unsetenv("XDG_CACHE_HOME");
     d = hfs3_cache_dir_from_env();
     CHECK_EQ_STR(d, "/home/u/.cache/hfs3");
