@@ -276,6 +276,29 @@ int sh_normalise(const char *in, char *out, size_t outn, int *slash);
 /* The mount or ancestor an absolute path names, lexically (l->kind). */
 int sh_classify_abs(const char *path, struct sh_loc *l);
 
+/* --- wguard.c: writes the kernel would put into the cache's copy of a mount ----------------------------- */
+/* What a write call changes: SH_W_PARENT an entry of the parent directory (rename's two ends, unlink, rmdir);
+ * SH_W_CREATE a new entry there (mkdir, mknod, symlink, link's destination: when the entry is there already the
+ * real call runs and gives EEXIST, as the kernel's on a read-only file system); SH_W_FOLLOW / SH_W_NOFOLLOW the
+ * object itself (chmod, chown, truncate, utimes, xattrs; oflags: AT_EMPTY_PATH makes dirfd the object);
+ * SH_W_OPEN an open with write, create or truncate flags oflags. */
+enum { SH_W_PARENT = 0, SH_W_CREATE = 1, SH_W_FOLLOW = 2, SH_W_NOFOLLOW = 3, SH_W_OPEN = 4 };
+/* 1 when the kernel resolves path (relative to dirfd) so that the call would write into a directory of a mount's
+ * skeleton (CACHE/mounts/<key>/tree...) or a synthesized ancestor (CACHE/mounts/ancestors...): the caller then
+ * fails with EROFS. The spelling does not matter (/proc/self/fd/N, a cwd or dirfd there, symlinks). errno kept. */
+int sh_wguard_slow(int dirfd, const char *path, int how, int oflags);
+/* 1 when fd is open on such a directory, or on something in one (fchmod, fchown, futimens, fsetxattr). */
+int sh_wguard_fd_slow(int fd);
+/* Nothing to check (no call) when no mount is configured. */
+static inline int sh_wguard(int dirfd, const char *path, int how, int oflags)
+{
+    return __builtin_expect(sh_nmounts > 0, 0) && sh_wguard_slow(dirfd, path, how, oflags);
+}
+static inline int sh_wguard_fd(int fd)
+{
+    return __builtin_expect(sh_nmounts > 0, 0) && sh_wguard_fd_slow(fd);
+}
+
 /* --- cachedir.c: where the cache is ------------------------------------------------------------------ */
 /* At start: sh_cache and sh_cache_env from the environment (no I/O but getcwd). */
 void sh_cache_from_env(void);

@@ -111,9 +111,16 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
     return sh_ret(sh_open(&l, flags, mode), e);
 }
 
+/* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
+#define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+
 static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     int e = errno;
+    if (__builtin_expect(flags & OPEN_WRITES, 0) && sh_wguard(dirfd, path, SH_W_OPEN, flags)) {
+        errno = EROFS;
+        return -1;
+    }
     if (__builtin_expect(!sh_outside(dirfd, path), 0))
         return open_slow(dirfd, path, flags, mode, e, 0);
     int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
@@ -193,6 +200,33 @@ static int fmode_flags(const char *mode)
     return fl;
 }
 
+/* open(2) flags of an fopen mode, for sh_wguard ("w": write, create, truncate; "a": write, create; "+": read and
+ * write; "x": exclusive). */
+static int fmode_oflags(const char *mode)
+{
+    if (!mode)
+        return 0;
+    int fl = mode[0] == 'r' ? O_RDONLY : mode[0] == 'w' ? O_WRONLY | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT;
+    for (const char *p = mode + 1; *p && *p != ','; p++) {
+        if (*p == '+')
+            fl = (fl & ~O_WRONLY) | O_RDWR;
+        if (*p == 'x')
+            fl |= O_EXCL;
+    }
+    return fl;
+}
+
+/* fopen/freopen's guard: 1 (errno EROFS) when the kernel would resolve a writing mode's path into the cache's
+ * copy of a mount. */
+static int fopen_refused(const char *path, const char *mode)
+{
+    int fl = fmode_oflags(mode);
+    if (!(fl & OPEN_WRITES) || !sh_wguard(AT_FDCWD, path, SH_W_OPEN, fl))
+        return 0;
+    errno = EROFS;
+    return 1;
+}
+
 static void *wrap_fdopen(int fd, const void *mode)
 {
     return fdopen(fd, mode);
@@ -216,6 +250,8 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     SH_LOC(l);
     int e = errno;
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        if (sh_nmounts > 0 && fopen_refused(path, mode))
+            return NULL;
         FILE *f = real(path, mode);
         if (f) {
             sh_fd_forget(fileno(f));
@@ -238,6 +274,8 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
     SH_LOC(l);
     int e = errno;
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        if (path && sh_nmounts > 0 && fopen_refused(path, mode))
+            return NULL;
         FILE *f = real(path, mode, stream);
         if (f || !path || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
             if (f)
@@ -693,12 +731,21 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 
 /* --- writes: EROFS on a mount -------------------------------------------------------------------------- */
 
-#define RO1(DIRFD, P, REALEXPR)                                                                             \
+/* The real call, unless the kernel would resolve it into the cache's copy of a mount (wguard.c): HOW, OFL as
+ * sh_wguard's. A spelling outside the mounts can still get there (/proc/self/fd/N, a cwd there, a symlink). */
+#define GUARDED(DIRFD, P, HOW, OFL, REALEXPR)                                                               \
+    (sh_wguard((DIRFD), (P), (HOW), (OFL)) ? (errno = EROFS, -1) : (REALEXPR))
+
+#define RO1(DIRFD, P, HOW, OFL, REALEXPR) RO1_(DIRFD, P, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))
+#define RO1_(DIRFD, P, REALEXPR)                                                                            \
     WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
         if (anc_real(&l_))                                                                                  \
             return REALEXPR;                                                                                \
         EROFS_OURS                                                                                          \
     })
+
+/* fchmodat, fchownat, utimensat: the object, its last symlink followed unless flags say not */
+#define AT_HOW(f) (((f) & AT_SYMLINK_NOFOLLOW) ? SH_W_NOFOLLOW : SH_W_FOLLOW)
 
 static int in_mount(int d, const char *p)
 {
@@ -706,9 +753,11 @@ static int in_mount(int d, const char *p)
     return !sh_outside(d, p) && sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
 }
 
-#define RO2(D1, P1, D2, P2, REALEXPR)                                                                       \
+/* H1: how the source is guarded (sh_wguard), -1 not at all (link's source is not written to) */
+#define RO2(D1, P1, H1, D2, P2, H2, REALEXPR)                                                               \
     do {                                                                                                    \
-        if (in_mount(D1, P1) || in_mount(D2, P2)) {                                                         \
+        if (in_mount(D1, P1) || in_mount(D2, P2) || ((H1) >= 0 && sh_wguard(D1, P1, (H1), 0)) ||            \
+            sh_wguard(D2, P2, (H2), 0)) {                                                                   \
             errno = EROFS;                                                                                  \
             return -1;                                                                                      \
         }                                                                                                   \
@@ -718,128 +767,128 @@ static int in_mount(int d, const char *p)
 #define RO_FD(FD, REALEXPR)                                                                                 \
     do {                                                                                                    \
         struct stat st_;                                                                                    \
-        if (fstat_ours(FD, &st_)) {                                                                         \
+        if (fstat_ours(FD, &st_) || sh_wguard_fd(FD)) {                                                     \
             errno = EROFS;                                                                                  \
             return -1;                                                                                      \
         }                                                                                                   \
         return REALEXPR;                                                                                    \
     } while (0)
 
-SH_EXPORT int mkdir(const char *p, mode_t m) { RO1(AT_FDCWD, p, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int mkdir(const char *p, mode_t m) { RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
 SH_EXPORT int mkdirat(int d, const char *p, mode_t m)
 {
-    RO1(d, p, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
+    RO1(d, p, SH_W_CREATE, 0, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
 }
-SH_EXPORT int rmdir(const char *p) { RO1(AT_FDCWD, p, REAL(rmdir, int (*)(const char *))(p)); }
-SH_EXPORT int unlink(const char *p) { RO1(AT_FDCWD, p, REAL(unlink, int (*)(const char *))(p)); }
+SH_EXPORT int rmdir(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(rmdir, int (*)(const char *))(p)); }
+SH_EXPORT int unlink(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(unlink, int (*)(const char *))(p)); }
 SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
-    RO1(d, p, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
+    RO1(d, p, SH_W_PARENT, 0, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
 SH_EXPORT int rename(const char *a, const char *b)
 {
-    RO2(AT_FDCWD, a, AT_FDCWD, b, REAL(rename, int (*)(const char *, const char *))(a, b));
+    RO2(AT_FDCWD, a, SH_W_PARENT, AT_FDCWD, b, SH_W_PARENT, REAL(rename, int (*)(const char *, const char *))(a, b));
 }
 SH_EXPORT int renameat(int da, const char *a, int db, const char *b)
 {
-    RO2(da, a, db, b, REAL(renameat, int (*)(int, const char *, int, const char *))(da, a, db, b));
+    RO2(da, a, SH_W_PARENT, db, b, SH_W_PARENT, REAL(renameat, int (*)(int, const char *, int, const char *))(da, a, db, b));
 }
 SH_EXPORT int renameat2(int da, const char *a, int db, const char *b, unsigned int f)
 {
-    RO2(da, a, db, b, REAL(renameat2, int (*)(int, const char *, int, const char *, unsigned))(da, a, db, b, f));
+    RO2(da, a, SH_W_PARENT, db, b, SH_W_PARENT, REAL(renameat2, int (*)(int, const char *, int, const char *, unsigned))(da, a, db, b, f));
 }
 SH_EXPORT int link(const char *a, const char *b)
 {
-    RO2(AT_FDCWD, a, AT_FDCWD, b, REAL(link, int (*)(const char *, const char *))(a, b));
+    RO2(AT_FDCWD, a, -1, AT_FDCWD, b, SH_W_CREATE, REAL(link, int (*)(const char *, const char *))(a, b));
 }
 SH_EXPORT int linkat(int da, const char *a, int db, const char *b, int f)
 {
-    RO2(da, a, db, b, REAL(linkat, int (*)(int, const char *, int, const char *, int))(da, a, db, b, f));
+    RO2(da, a, -1, db, b, SH_W_CREATE, REAL(linkat, int (*)(int, const char *, int, const char *, int))(da, a, db, b, f));
 }
 SH_EXPORT int symlink(const char *t, const char *p)
 {
-    RO1(AT_FDCWD, p, REAL(symlink, int (*)(const char *, const char *))(t, p));
+    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(symlink, int (*)(const char *, const char *))(t, p));
 }
 SH_EXPORT int symlinkat(const char *t, int d, const char *p)
 {
-    RO1(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
+    RO1(d, p, SH_W_CREATE, 0, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
 }
-SH_EXPORT int truncate(const char *p, off_t n) { RO1(AT_FDCWD, p, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
+SH_EXPORT int truncate(const char *p, off_t n) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
 SH_EXPORT int truncate64(const char *p, off64_t n)
 {
-    RO1(AT_FDCWD, p, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
 }
-SH_EXPORT int chmod(const char *p, mode_t m) { RO1(AT_FDCWD, p, REAL(chmod, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int chmod(const char *p, mode_t m) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(chmod, int (*)(const char *, mode_t))(p, m)); }
 SH_EXPORT int fchmodat(int d, const char *p, mode_t m, int f)
 {
-    RO1(d, p, REAL(fchmodat, int (*)(int, const char *, mode_t, int))(d, p, m, f));
+    RO1(d, p, AT_HOW(f), f, REAL(fchmodat, int (*)(int, const char *, mode_t, int))(d, p, m, f));
 }
 SH_EXPORT int chown(const char *p, uid_t u, gid_t g)
 {
-    RO1(AT_FDCWD, p, REAL(chown, int (*)(const char *, uid_t, gid_t))(p, u, g));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(chown, int (*)(const char *, uid_t, gid_t))(p, u, g));
 }
 SH_EXPORT int lchown(const char *p, uid_t u, gid_t g)
 {
-    RO1(AT_FDCWD, p, REAL(lchown, int (*)(const char *, uid_t, gid_t))(p, u, g));
+    RO1(AT_FDCWD, p, SH_W_NOFOLLOW, 0, REAL(lchown, int (*)(const char *, uid_t, gid_t))(p, u, g));
 }
 SH_EXPORT int fchownat(int d, const char *p, uid_t u, gid_t g, int f)
 {
-    RO1(d, p, REAL(fchownat, int (*)(int, const char *, uid_t, gid_t, int))(d, p, u, g, f));
+    RO1(d, p, AT_HOW(f), f, REAL(fchownat, int (*)(int, const char *, uid_t, gid_t, int))(d, p, u, g, f));
 }
 SH_EXPORT int utimensat(int d, const char *p, const struct timespec t[2], int f)
 {
     LAUNDER(p);
     if (!p)
         RO_FD(d, REAL(utimensat, int (*)(int, const char *, const struct timespec *, int))(d, p, t, f));
-    RO1(d, p, REAL(utimensat, int (*)(int, const char *, const struct timespec *, int))(d, p, t, f));
+    RO1(d, p, AT_HOW(f), f, REAL(utimensat, int (*)(int, const char *, const struct timespec *, int))(d, p, t, f));
 }
 SH_EXPORT int utimes(const char *p, const struct timeval t[2])
 {
-    RO1(AT_FDCWD, p, REAL(utimes, int (*)(const char *, const struct timeval *))(p, t));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(utimes, int (*)(const char *, const struct timeval *))(p, t));
 }
 SH_EXPORT int lutimes(const char *p, const struct timeval t[2])
 {
-    RO1(AT_FDCWD, p, REAL(lutimes, int (*)(const char *, const struct timeval *))(p, t));
+    RO1(AT_FDCWD, p, SH_W_NOFOLLOW, 0, REAL(lutimes, int (*)(const char *, const struct timeval *))(p, t));
 }
 SH_EXPORT int futimesat(int d, const char *p, const struct timeval t[2])
 {
-    RO1(d, p, REAL(futimesat, int (*)(int, const char *, const struct timeval *))(d, p, t));
+    RO1(d, p, SH_W_FOLLOW, 0, REAL(futimesat, int (*)(int, const char *, const struct timeval *))(d, p, t));
 }
 SH_EXPORT int utime(const char *p, const struct utimbuf *t)
 {
-    RO1(AT_FDCWD, p, REAL(utime, int (*)(const char *, const struct utimbuf *))(p, t));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(utime, int (*)(const char *, const struct utimbuf *))(p, t));
 }
 SH_EXPORT int mknod(const char *p, mode_t m, dev_t dv)
 {
-    RO1(AT_FDCWD, p, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
+    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
 }
 SH_EXPORT int mknodat(int d, const char *p, mode_t m, dev_t dv)
 {
-    RO1(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
+    RO1(d, p, SH_W_CREATE, 0, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
 }
 SH_EXPORT int __xmknod(int v, const char *p, mode_t m, dev_t *dv)
 {
-    RO1(AT_FDCWD, p, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
+    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
 }
 SH_EXPORT int __xmknodat(int v, int d, const char *p, mode_t m, dev_t *dv)
 {
-    RO1(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
+    RO1(d, p, SH_W_CREATE, 0, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
 }
 SH_EXPORT int setxattr(const char *p, const char *n, const void *v, size_t s, int f)
 {
-    RO1(AT_FDCWD, p, REAL(setxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(setxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
 }
 SH_EXPORT int lsetxattr(const char *p, const char *n, const void *v, size_t s, int f)
 {
-    RO1(AT_FDCWD, p, REAL(lsetxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
+    RO1(AT_FDCWD, p, SH_W_NOFOLLOW, 0, REAL(lsetxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));
 }
 SH_EXPORT int removexattr(const char *p, const char *n)
 {
-    RO1(AT_FDCWD, p, REAL(removexattr, int (*)(const char *, const char *))(p, n));
+    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(removexattr, int (*)(const char *, const char *))(p, n));
 }
 SH_EXPORT int lremovexattr(const char *p, const char *n)
 {
-    RO1(AT_FDCWD, p, REAL(lremovexattr, int (*)(const char *, const char *))(p, n));
+    RO1(AT_FDCWD, p, SH_W_NOFOLLOW, 0, REAL(lremovexattr, int (*)(const char *, const char *))(p, n));
 }
 SH_EXPORT int fsetxattr(int fd, const char *n, const void *v, size_t s, int f)
 {

@@ -5,6 +5,11 @@
 # under the shim it is the mount, so it must never receive the file (a check of the source alone would let
 # the real call put it there). A destination given relative to a descriptor of the mount is refused too, and
 # nothing lands in the cache's tree of the mount either. Offline, the fixture's index and blobs (mkindex).
+# The kernel's own resolution cannot get around it (the reviewer's holes): a spelling outside the mounts that the
+# kernel resolves into the mount's real directory, its skeleton in the cache (/proc/self/fd/N of a descriptor of
+# the mount, /proc/self/cwd, a cwd or dirfd there, symlinks to it or above it, a dangling symlink opened O_CREAT)
+# or into a synthesized ancestor (CACHE/mounts/ancestors) gives what a read-only bind mount gives; when this
+# machine can make one (unshare -m), the answers are compared with it.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_setup || exit 1
@@ -75,9 +80,141 @@ shim_check "ln FILE M/new: fails, read-only file system" test "$rc" != 0 -a "$(g
 shim ln -s "$SRC/x" "$R/new" 2>"$WORK/lns.err"; rc=$?
 shim_check "ln -s FILE M/new: fails, read-only file system" test "$rc" != 0 -a "$(grep -c 'Read-only file system' "$WORK/lns.err")" = 1
 
+# the kernel's resolution: each call's errno; "(EEXIST)" marks the ones a read-only file system answers so
+cat >"$WORK/kern.py" <<'PY'
+import ctypes, errno, os, sys
+part, R, SRC, W = sys.argv[1:5]
+libc = ctypes.CDLL(None, use_errno=True)
+b = os.fsencode
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def x():
+    p = SRC + "/x"
+    if not os.path.exists(p):
+        open(p, "w").write("x")
+    return p
+def c_fopen(p, mode):
+    def f():
+        fp = libc.fopen(b(p), mode)
+        if not fp:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    return f
+libc.fopen.restype = ctypes.c_void_p
+out = []
+def t(name, f):
+    out.append("%s: %s" % (name, err(f)))
+if part == "mount":                        # R: the mount point, a real directory (or the oracle's read-only one)
+    A, base = os.path.dirname(R), os.path.basename(R)
+    afd = os.open(A, os.O_RDONLY | os.O_DIRECTORY)
+    mfd = os.open(R, os.O_RDONLY | os.O_DIRECTORY)
+    m = "/proc/self/fd/%d" % mfd
+    for n, target in (("lnk", R), ("lnk2", A), ("dl", R + "/new14")):
+        if not os.path.lexists(W + "/" + n):
+            os.symlink(target, W + "/" + n)
+    t("renameat(parent fd, base/new1)", lambda: os.rename(x(), base + "/new1", dst_dir_fd=afd))
+    t("rename via a symlink to the mount", lambda: os.rename(x(), W + "/lnk/new2"))
+    t("rename via a symlink to its parent", lambda: os.rename(x(), W + "/lnk2/" + base + "/new3"))
+    t("rename to /proc/self/fd/M/new4", lambda: os.rename(x(), m + "/new4"))
+    t("open O_CREAT /proc/self/fd/M/new8", lambda: os.close(os.open(m + "/new8", os.O_CREAT | os.O_WRONLY)))
+    t("mkdir /proc/self/fd/M/new9", lambda: os.mkdir(m + "/new9"))
+    t("open O_CREAT via a dangling symlink", lambda: os.close(os.open(W + "/dl", os.O_CREAT | os.O_WRONLY)))
+    t("fopen w /proc/self/fd/M/new15", c_fopen(m + "/new15", b"w"))
+    t("symlink /proc/self/fd/M/new16", lambda: os.symlink(x(), m + "/new16"))
+    t("mkdir /proc/self/fd/M/dir (EEXIST)", lambda: os.mkdir(m + "/dir"))
+    t("rmdir /proc/self/fd/M/empty", lambda: os.rmdir(m + "/empty"))
+    t("rename /proc/self/fd/M/empty out", lambda: os.rename(m + "/empty", SRC + "/stolen"))
+    t("chmod /proc/self/fd/M", lambda: os.chmod(m, 0o700))
+    t("utime /proc/self/fd/M", lambda: os.utime(m))
+    t("fchmod of a descriptor from /proc/self/fd/M", lambda: os.fchmod(os.open(m, os.O_RDONLY), 0o700))
+    os.chdir(A)
+    t("cwd parent: rename base/new11", lambda: os.rename(x(), base + "/new11"))
+    os.chdir(R)
+    t("cwd mount: rename /proc/self/cwd/new13", lambda: os.rename(x(), "/proc/self/cwd/new13"))
+elif part == "anc":                        # R: a mount point not on disk; its parent is a synthesized ancestor
+    A, base = os.path.dirname(R), os.path.basename(R)
+    afd = os.open(A, os.O_RDONLY | os.O_DIRECTORY)
+    t("renameat(ancestor fd, n4)", lambda: os.rename(x(), "n4", dst_dir_fd=afd))
+    t("mkdirat(ancestor fd, n5)", lambda: os.mkdir("n5", dir_fd=afd))
+    t("openat O_CREAT(ancestor fd, n3)", lambda: os.close(os.open("n3", os.O_CREAT | os.O_WRONLY, dir_fd=afd)))
+    t("symlinkat(ancestor fd, n6)", lambda: os.symlink(x(), "n6", dir_fd=afd))
+    t("renameat(ancestor fd, base/n1)", lambda: os.rename(x(), base + "/n1", dst_dir_fd=afd))
+    os.chdir(A)
+    t("cwd ancestor: rename n7", lambda: os.rename(x(), "n7"))
+    t("cwd ancestor: mkdir n8", lambda: os.mkdir("n8"))
+    t("cwd ancestor: creat n9", lambda: os.close(os.open("n9", os.O_CREAT | os.O_WRONLY)))
+    t("cwd ancestor: symlink n10", lambda: os.symlink(x(), "n10"))
+    t("cwd ancestor: rename /proc/self/cwd/n11", lambda: os.rename(x(), "/proc/self/cwd/n11"))
+    t("cwd ancestor: rmdir base", lambda: os.rmdir(base))
+else:                                      # outside the mounts the same spellings still write
+    d = os.open(R, os.O_RDONLY | os.O_DIRECTORY)
+    p = "/proc/self/fd/%d" % d
+    t("mkdir /proc/self/fd/D/m", lambda: os.mkdir(p + "/m"))
+    t("open O_CREAT /proc/self/fd/D/f", lambda: os.close(os.open(p + "/f", os.O_CREAT | os.O_WRONLY)))
+    t("rename to /proc/self/fd/D/g", lambda: os.rename(x(), p + "/g"))
+    t("symlink /proc/self/fd/D/s", lambda: os.symlink("g", p + "/s"))
+    t("chmod /proc/self/fd/D/g", lambda: os.chmod(p + "/g", 0o600))
+    os.chdir(R)
+    t("cwd: mkdir m2", lambda: os.mkdir("m2"))
+    t("cwd: rename /proc/self/cwd/g h", lambda: os.rename("/proc/self/cwd/g", "h"))
+    t("cwd: unlink h", lambda: os.unlink("h"))
+print("\n".join(out))
+PY
+# expected: EROFS, but EEXIST where marked; "ok" for the part outside the mounts
+kern_expect() { sed -e 's/^\(.*(EEXIST)\): .*/\1: EEXIST/' -e 's/^\([^(]*\): .*/\1: EROFS/' "$1"; }
+# the oracle: the same calls on a read-only bind mount with the mount's directories and a.txt (unshare -m). A
+# rename across the bind mount's edge is EXDEV there (checked before EROFS); the shim's answer for a rename into or
+# out of a mount is EROFS (the calls above), so EXDEV is read as EROFS.
+kern_oracle() { # part dir: the output, or nothing when no read-only bind mount can be made here
+  local part=$1 src=$2
+  unshare -m sh -c "mount --bind '$src' '$src' && mount -o remount,bind,ro '$src' && \
+    python3 '$WORK/kern.py' $part '$3' '$WORK/oracle/src' '$WORK/oracle/w'" 2>/dev/null | sed 's/: EXDEV$/: EROFS/'
+}
+mkdir -p "$WORK/kw" "$WORK/oracle/src" "$WORK/oracle/w" "$WORK/oracle/p/flat/dir" "$WORK/oracle/p/flat/empty"
+echo "hello from a" >"$WORK/oracle/p/flat/a.txt"
+echo "a file outside" >"$SRC/x"
+shim python3 "$WORK/kern.py" mount "$R" "$SRC" "$WORK/kw" >"$WORK/kern.out" 2>&1
+cat "$WORK/kern.out"
+shim_check "kernel spellings into the mount: every call ran" test "$(grep -c ': ' "$WORK/kern.out")" = 17
+shim_check "kernel spellings into the mount: EROFS (EEXIST for an existing name)" \
+  test "$(kern_expect "$WORK/kern.out")" = "$(cat "$WORK/kern.out")"
+kern_oracle mount "$WORK/oracle/p" "$WORK/oracle/p/flat" >"$WORK/oracle.out"
+if [ -s "$WORK/oracle.out" ]; then
+  shim_check "the same answers as a read-only bind mount" diff "$WORK/oracle.out" "$WORK/kern.out"
+else
+  echo "# no read-only bind mount here (unshare -m): not compared with the kernel"
+fi
+mkdir -p "$WORK/mine"
+shim python3 "$WORK/kern.py" outside "$WORK/mine" "$SRC" "$WORK/kw" >"$WORK/kern3.out" 2>&1
+cat "$WORK/kern3.out"
+shim_check "outside the mounts the same spellings write" test "$(grep -c ': ok$' "$WORK/kern3.out")" = 8
+shim_check "  and the files are there" test -d "$WORK/mine/m" -a -f "$WORK/mine/f" -a -d "$WORK/mine/m2" -a ! -e "$WORK/mine/h"
+echo "a file outside" >"$SRC/x"
+
 # what is really on disk, seen without the shim
 shim_check "the source file is still there, unchanged" test "$(cat "$SRC/x")" = "a file outside" -a -d "$SRC/d"
 shim_check "nothing taken out of the mount" test ! -e "$SRC/stolen"
 shim_check "the real directory at the mount point received nothing" test -z "$(ls -A "$R")"
 shim_check "the cache (the mount's tree included) received nothing" test "$(find "$HFS3_CACHE_DIR" | sort | sha256sum)" = "$tree_before"
+
+# a mount point not on disk: its parent is a synthesized ancestor, CACHE/mounts/ancestors/... in the cache
+A=$WORK/mnt/models
+export HFS3_MOUNTS="$A/flat=s3test:models/flat"
+shim ls "$A" >/dev/null
+anc_before=$(find "$HFS3_CACHE_DIR" | sort | sha256sum)
+shim python3 "$WORK/kern.py" anc "$A/flat" "$SRC" "$WORK/kw" >"$WORK/kern2.out" 2>&1
+cat "$WORK/kern2.out"
+shim_check "kernel spellings into an ancestor: every call ran" test "$(grep -c ': ' "$WORK/kern2.out")" = 11
+shim_check "kernel spellings into an ancestor: EROFS (EEXIST for an existing name)" \
+  test "$(kern_expect "$WORK/kern2.out")" = "$(cat "$WORK/kern2.out")"
+kern_oracle anc "$WORK/oracle/p" "$WORK/oracle/p/flat" >"$WORK/oracle2.out"
+if [ -s "$WORK/oracle2.out" ]; then
+  shim_check "the same answers as a read-only bind mount (ancestor)" diff "$WORK/oracle2.out" "$WORK/kern2.out"
+fi
+shim_check "the cache's ancestors received nothing" test "$(find "$HFS3_CACHE_DIR" | sort | sha256sum)" = "$anc_before"
+shim_check "no mount point was made on disk" test ! -e "$WORK/mnt"
 exit $((SHIM_FAILS > 0))
