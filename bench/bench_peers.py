@@ -8,7 +8,8 @@ RGW, a real S3 API: every row). Every row ends with the model's tensors in memor
     folder, then the same safetensors load (st_loader.py) from it; each row's time is download + load;
   - hfs3: that load through the shim from an empty cache (cold) and with everything cached (warm);
   - floors: curl (8 ranged GETs per file to /dev/null: what the server sends, nothing written) and the Python
-    interpreter importing torch + safetensors (every Python row pays it before its first byte).
+    interpreter importing torch + safetensors (every Python row pays it before its first byte);
+  - a part: `hfs3-manifest fetch` alone, the cold load's download (sha256 verified, each file flushed).
 Cold: each run starts from an empty destination folder or hfs3 cache, after a `sync` (bench_ref.py's
 conventions: the page cache is not dropped, so the server reads from memory in every row). Env: HFS3_BIN,
 HFS3_SHIM, HFS3_ROOT, HFS3_PEER_REMOTE (the hfs3 remote for the same objects), HFS3_PY (the venv's python),
@@ -149,6 +150,12 @@ def hfs3_cold():
     return run([py, os.path.join(bench, "st_loader.py"), "/models/peerbench"], shim_env(c))
 
 
+def hfs3_fetch():
+    """the download part of the cold load: the same files into an empty cache, each verified and flushed"""
+    c = fresh("cache")
+    return run([hfs3, "fetch", remote], dict(shim_env(c), LD_PRELOAD=""))
+
+
 def hfs3_warm():
     c = fresh("cache")
     subprocess.run([hfs3, "fetch", remote], env=shim_env(c) | {"LD_PRELOAD": ""}, check=True,
@@ -166,6 +173,7 @@ cases = {
     "boto3 download_file per file, then load": (boto3_, "download"),
     "aws s3 cp --recursive, then load": (awscli, "download"),
     "rclone copy (8 streams), then load": (rclone, "download"),
+    "hfs3-manifest fetch alone (sha256, flushed; no load)": (hfs3_fetch, "part"),
     COLD: (hfs3_cold, "hfs3"),
     WARM: (hfs3_warm, "hfs3"),
 }
@@ -181,7 +189,7 @@ for r in range(rounds):
             res[k]["out"].append(json.loads(o.strip().splitlines()[-1]) if o.strip() else {})
         except ValueError:
             res[k]["out"].append({})
-        if kind != "floor" and res[k]["out"][-1].get("bytes") != want_bytes:
+        if kind not in ("floor", "part") and res[k]["out"][-1].get("bytes") != want_bytes:
             raise SystemExit(f"bench_peers: {k} loaded {res[k]['out'][-1].get('bytes')} bytes, not {want_bytes}")
     print(f"bench_peers: {server} {gib:.0f} GiB round {r + 1}/{rounds} done", file=sys.stderr)
 
@@ -192,8 +200,10 @@ def after_imports(k, kind, w, o):
     """the run's time less the Python interpreter's start and its torch/safetensors/runai imports (what the
     process reports), so that a fixed ~2-8 s (on this VM) does not hide the load itself: Run:ai and hfs3 rows, the
     loader's shards; boto3, its downloads and loads; aws and rclone, the CLI's whole run and the loader's shards"""
-    if kind == "floor":
-        return w if k.startswith("curl") else 0.0
+    if k.startswith("python"):
+        return 0.0
+    if not o:   # no Python in it: curl, fetch
+        return w
     if "download_s" in o:
         return o["download_s"] + o["load_s"]
     if kind == "download":

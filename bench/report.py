@@ -75,7 +75,7 @@ if peers:
         rows = {r["tool"]: r for r in p["rows"]}
         curl = next(r for r in p["rows"] if r["tool"].startswith("curl"))
         # the rows that read from the server (not the warm load), by their time less the imports
-        loads = [r for r in p["rows"] if r["kind"] != "floor" and "warm" not in r["tool"]]
+        loads = [r for r in p["rows"] if r["kind"] in ("peer", "download", "hfs3") and "warm" not in r["tool"]]
         fastest = min(loads, key=lambda r: r["net"])
         L.append(f"### {p['gib']:.3g} GiB model ({p['files']} files, {p['shards']} shards) from "
                  f"{'nginx' if p['server'] == 'nginx' else 'Ceph RGW'}, median of {p['rounds']} interleaved rounds\n")
@@ -144,6 +144,7 @@ if peers:
                        .replace(" download_file per file, then load", " + load")
                        .replace(" s3 cp --recursive, then load", " s3 cp + load")
                        .replace(" copy (8 streams), then load", " copy + load")
+                       .replace("hfs3-manifest fetch alone (sha256, flushed; no load)", "hfs3 fetch alone")
                        .replace("hfs3 cold load through the shim", "hfs3 cold")
                        .replace("hfs3 warm load through the shim (all cached)", "hfs3 warm"))
     with open(pdat, "w") as f:
