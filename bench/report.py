@@ -83,7 +83,8 @@ if peers:
                  "| x Run:ai (w/o imports) |")
         L.append("|---|---|---|---|---|---|---|---|")
         for r in p["rows"]:
-            L.append(f"| {r['tool']} | {r['wall']:.2f} ({r['wall_min']:.2f}-{r['wall_max']:.2f}) | "
+            fails = f" ({len(r['failures'])} failed runs, not timed: {r['failures'][0]})" if r.get("failures") else ""
+            L.append(f"| {r['tool']}{fails} | {r['wall']:.2f} ({r['wall_min']:.2f}-{r['wall_max']:.2f}) | "
                      f"{r['wall'] / p['gib']:.2f} | {r['cpu']:.2f} | {r['net']:.2f} | {r['x_runai']:.2f}x | "
                      f"{r['x_cold']:.2f}x | {r['x_runai_net']:.2f}x |")
         L.append("")
