@@ -83,7 +83,11 @@ if peers:
                  "| x Run:ai (w/o imports) |")
         L.append("|---|---|---|---|---|---|---|---|")
         for r in p["rows"]:
-            fails = f" ({len(r['failures'])} failed runs, not timed: {r['failures'][0]})" if r.get("failures") else ""
+            fails = (f" ({len(r['failures'])} failed runs, not timed; {sum(v is None for v in r['wall_runs'])} of "
+                     f"{p['rounds']} rounds without a time: {r['failures'][0]})") if r.get("failures") else ""
+            if r["wall"] != r["wall"]:   # NaN: failed in every round
+                L.append(f"| {r['tool']}{fails} | failed | | | | | | |")
+                continue
             L.append(f"| {r['tool']}{fails} | {r['wall']:.2f} ({r['wall_min']:.2f}-{r['wall_max']:.2f}) | "
                      f"{r['wall'] / p['gib']:.2f} | {r['cpu']:.2f} | {r['net']:.2f} | {r['x_runai']:.2f}x | "
                      f"{r['x_cold']:.2f}x | {r['x_runai_net']:.2f}x |")
@@ -98,6 +102,9 @@ if peers:
         L.append("| target (median of the per-round ratios) | actual | | w/o imports |")
         L.append("|---|---|---|---|")
         for t in p["targets"]:
+            if t["ratio"] != t["ratio"]:   # NaN: the Run:ai row failed in every round
+                L.append(f"| {t['what']} | n/a | Run:ai failed every run: no ratio | n/a |")
+                continue
             verdict = "met" if t["met"] else f"**not met**: {t['by']:.2f}x the target"
             L.append(f"| {t['what']} | {t['ratio']:.2f}x | {verdict} | {t['ratio_net']:.2f}x "
                      f"({'met' if t['met_net'] else 'not met'}) |")

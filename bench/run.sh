@@ -2,8 +2,9 @@
 # bench/run.sh - benchmarks, each a ratio against a reference measured in the same run (never a timed test).
 #   BENCH_GIB=1 (model size), BENCH_ROUNDS=5 (reference-server rounds), BENCH_NODE_ROUNDS=2 (Node server and
 #   hashing rounds), BENCH_MEM_GIB=4 (the second model of the memory check; 0 skips it).
-#   The peer table (bench_peers.sh): BENCH_PEER_GIB="1 4" (sizes from nginx), BENCH_PEER_RGW_GIB=1 (sizes from
-#   Ceph RGW, where awscli's listing runs), BENCH_PEER_ROUNDS=3; BENCH_ONLY=peers runs the peer table alone.
+#   The peer table (bench_peers.sh): BENCH_PEER_GIB=1 (sizes from nginx; "1 4" adds the 4 GiB table),
+#   BENCH_PEER_RGW_GIB=1 (sizes from Ceph RGW, where awscli's listing runs), BENCH_PEER_ROUNDS=3;
+#   BENCH_ONLY=peers runs the peer table alone and keeps the other tables of the last full run.
 #   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py), and keeps what they were made
 #   from in bench/results/raw/ (`python3 bench/report.py bench/results/raw OUT.md OUT.png` makes them again).
 set -euo pipefail
