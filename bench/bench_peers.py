@@ -182,9 +182,9 @@ if server == "nginx":
 res = {k: {"wall": [], "cpu": [], "out": [], "failures": []} for k in cases}
 for r in range(rounds):
     for k, (fn, kind) in cases.items():
-        # Run:ai's CRT client failed 4 GiB loads here ("File access error"; at concurrency 16 every try of a
-        # round, cause not found): a failed run is counted, not timed, and run once more; failed twice, the row
-        # has no time in that round, and no ratio of that round uses it
+        # Run:ai's CRT client fails a whole load on one failed piece ("File access error"; seen when nginx ran
+        # out of worker_connections at concurrency 16): a failed run is counted, not timed, and run once more;
+        # failed twice, the row has no time in that round, and no ratio of that round uses it
         w = c = o = None
         for attempt in range(2 if kind == "peer" else 1):
             try:
