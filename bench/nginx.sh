@@ -14,7 +14,8 @@ $user
 worker_processes 1;
 error_log $w/logs/error.log warn;
 pid $w/nginx.pid;
-events { worker_connections 256; }
+worker_rlimit_nofile 16384;
+events { worker_connections 8192; }   # Run:ai at concurrency 16 opens more than 256 (nginx then drops keep-alive connections under it)
 http {
   access_log off;
   sendfile on; tcp_nopush on;

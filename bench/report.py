@@ -6,6 +6,10 @@ import json, os, platform, subprocess, sys, time
 res, out_md, out_png = sys.argv[1:4]
 ref = json.load(open(os.path.join(res, "ref.json")))
 mem = json.load(open(os.path.join(res, "mem.json"))) if os.path.exists(os.path.join(res, "mem.json")) else []
+# the peer tables (bench_peers.py): nginx first, then RGW, each by size
+peers = sorted((json.load(open(os.path.join(res, f))) for f in os.listdir(res)
+                if f.startswith("peers-") and f.endswith(".json")),
+               key=lambda p: (p["server"] != "nginx", p["gib"]))
 L = []
 L.append("# hfs3 benchmark results (`make bench`)\n")
 L.append(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, kernel {platform.release()}. "
@@ -46,6 +50,67 @@ if mem:
         L.append(f"| {m['model']} | {m['fetch_mib']:.1f} MiB | {m['load_shim_mib']:.1f} MiB | {m['load_plain_mib']:.1f} MiB "
                  f"| {m['shim_minus_plain_mib']:.1f} MiB |")
     L.append("")
+if peers:
+    L.append("## Compared with the loaders a user would pick instead (peer table)\n")
+    L.append("Run:ai Model Streamer streams the shards into CPU tensors; boto3, awscli and rclone download the model "
+             "into a fresh local folder and then the same safetensors load runs on it (`bench/st_loader.py`: "
+             "`safe_open(framework=\"pt\")` + `get_tensor` for every tensor, each tensor's pages read, since "
+             "safetensors' tensors are lazy views of an mmap); hfs3 runs that load through the shim, from an empty "
+             "cache (cold) and with everything cached (warm). Each row is one process tree, timed from its start to "
+             "the last tensor in memory (a download-then-load row: download + load). Every row of a table reads "
+             "the same objects from the same server in the same interleaved rounds; each run starts after a "
+             "`sync`, from an empty destination folder or cache; the page cache is not dropped (the server "
+             "reads from memory in every row). `x` columns: median of the per-round ratios. \"w/o imports\": "
+             "the same run less the Python interpreter's start and its torch / safetensors / Run:ai imports "
+             "(what the process reports), which every Python row pays before its first byte and which on this "
+             "VM is a large fixed part of a 1 GiB load.\n")
+    L.append("Servers. **nginx** (static files; the reference server above) for every client that needs only GET, "
+             "HEAD and Range: Run:ai Model Streamer 0.17.1's CRT client works against it when given explicit object "
+             "URLs (path style; it sends only ranged GETs: two small ones for each header, then 8 MiB pieces; no "
+             "HEAD, no listing). `aws s3 cp --recursive` needs ListObjectsV2, which a static server has not, so it "
+             "runs only in the **Ceph RGW** table (a real S3 API, scripts/rgwenv.sh, memstore), where every row "
+             "runs again against RGW. rclone reads nginx through its http backend (autoindex) and RGW through its "
+             "s3 backend.\n")
+    for p in peers:
+        rows = {r["tool"]: r for r in p["rows"]}
+        curl = next(r for r in p["rows"] if r["tool"].startswith("curl"))
+        # the rows that read from the server (not the warm load), by their time less the imports
+        loads = [r for r in p["rows"] if r["kind"] in ("peer", "download", "hfs3") and "warm" not in r["tool"]]
+        fastest = min(loads, key=lambda r: r["net"])
+        L.append(f"### {p['gib']:.3g} GiB model ({p['files']} files, {p['shards']} shards) from "
+                 f"{'nginx' if p['server'] == 'nginx' else 'Ceph RGW'}, median of {p['rounds']} interleaved rounds\n")
+        L.append("| what | wall s (min-max) | wall s/GiB | CPU s | w/o imports s | x Run:ai (wall) | x hfs3 cold (wall) "
+                 "| x Run:ai (w/o imports) |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for r in p["rows"]:
+            fails = (f" ({len(r['failures'])} failed runs, not timed; {sum(v is None for v in r['wall_runs'])} of "
+                     f"{p['rounds']} rounds without a time: {r['failures'][0]})") if r.get("failures") else ""
+            if r["wall"] != r["wall"]:   # NaN: failed in every round
+                L.append(f"| {r['tool']}{fails} | failed | | | | | | |")
+                continue
+            L.append(f"| {r['tool']}{fails} | {r['wall']:.2f} ({r['wall_min']:.2f}-{r['wall_max']:.2f}) | "
+                     f"{r['wall'] / p['gib']:.2f} | {r['cpu']:.2f} | {r['net']:.2f} | {r['x_runai']:.2f}x | "
+                     f"{r['x_cold']:.2f}x | {r['x_runai_net']:.2f}x |")
+        L.append("")
+        L.append(f"Which bounds the run: the server sends the model to curl (8 ranged GETs per file, /dev/null) in "
+                 f"{curl['wall']:.2f} s ({curl['wall'] / p['gib']:.2f} s/GiB); the fastest row that reads from it, "
+                 f"{fastest['tool']}, takes {fastest['net']:.2f} s without its imports "
+                 f"({fastest['net'] / curl['wall']:.2f}x curl), so "
+                 + ("the server is not what bounds these rows: the clients' own work (2 cores, shared with the "
+                    "server) is." if fastest["net"] > 1.5 * curl["wall"] else
+                    "the server's rate is close to what bounds these rows.") + "\n")
+        L.append("| target (median of the per-round ratios) | actual | | w/o imports |")
+        L.append("|---|---|---|---|")
+        for t in p["targets"]:
+            if t["ratio"] != t["ratio"]:   # NaN: the Run:ai row failed in every round
+                L.append(f"| {t['what']} | n/a | Run:ai failed every run: no ratio | n/a |")
+                continue
+            verdict = "met" if t["met"] else f"**not met**: {t['by']:.2f}x the target"
+            L.append(f"| {t['what']} | {t['ratio']:.2f}x | {verdict} | {t['ratio_net']:.2f}x "
+                     f"({'met' if t['met_net'] else 'not met'}) |")
+        L.append("")
+    if os.path.exists(os.path.join(res, "peers-note.md")):   # a note on the run, written by whoever ran it
+        L.append(open(os.path.join(res, "peers-note.md")).read().strip() + "\n")
 for name, title in [("shim.txt", "The shim outside its mounts"), ("node.txt", "Against the local Node S3 server"),
                     ("hash.txt", "Hashing")]:
     p = os.path.join(res, name)
@@ -62,9 +127,9 @@ with open(dat, "w") as f:
         label = label.replace("cold load through the shim: ", "shim cold: ")
         label = label.replace("warm load through the shim (all cached): ", "shim warm: ").split(" (")[0].split(",")[0]
         f.write(f"\"{label}\" {r['wall_per_gib']:.3f} {r['cpu_per_gib']:.3f}\n")
-gp = f"""set terminal pngcairo size 1000,520 font ',10'
+gp = f"""set terminal pngcairo size 1000,{1060 if peers else 520} font ',10'
 set output '{out_png}'
-set title '{ref["gib"]:.0f} GiB model from nginx: download, cold and warm loads, hashing and writing alone; median of {ref["rounds"]} rounds ({os.cpu_count()} cores)'
+""" + ("set multiplot layout 2,1\n" if peers else "") + f"""set title '{ref["gib"]:.0f} GiB model from nginx: download, cold and warm loads, hashing and writing alone; median of {ref["rounds"]} rounds ({os.cpu_count()} cores)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -75,6 +140,34 @@ set xtics rotate by -20 scale 0
 set key top right
 set grid ytics
 plot '{dat}' using 2:xtic(1) title 'wall', '' using 3 title 'CPU (user+system)'
+"""
+if peers:
+    # the peer tables: wall s/GiB per row, one bar per table (a row a table has not: no bar)
+    pdat = os.path.join(res, "peers-chart.dat")
+    tools = list(dict.fromkeys(r["tool"] for p in sorted(peers, key=lambda p: -len(p["rows"])) for r in p["rows"]))
+    short = lambda t: (t.replace("curl, 8 ranged GETs per file, to /dev/null (the server's rate)", "curl to /dev/null")
+                       .replace("python: import torch + safetensors alone", "python + imports")
+                       .replace("Run:ai Model Streamer, default concurrency", "Run:ai default")
+                       .replace("Run:ai Model Streamer, concurrency 16", "Run:ai 16")
+                       .replace(" download_file per file, then load", " + load")
+                       .replace(" s3 cp --recursive, then load", " s3 cp + load")
+                       .replace(" copy (8 streams), then load", " copy + load")
+                       .replace("hfs3-manifest fetch alone (sha256, flushed; no load)", "hfs3 fetch alone")
+                       .replace("hfs3 cold load through the shim", "hfs3 cold")
+                       .replace("hfs3 warm load through the shim (all cached)", "hfs3 warm"))
+    with open(pdat, "w") as f:
+        for t in tools:
+            vals = []
+            for p in peers:
+                r = next((r for r in p["rows"] if r["tool"] == t), None)
+                vals.append(f"{r['wall'] / p['gib']:.3f}" if r else "?")
+            f.write(f'"{short(t)}" ' + " ".join(vals) + "\n")
+    cols = ", ".join(f"'' using {i + 2} title '{p['gib']:.3g} GiB, {p['server']}'" if i else
+                     f"'{pdat}' using 2:xtic(1) title '{p['gib']:.3g} GiB, {p['server']}'" for i, p in enumerate(peers))
+    gp += f"""set title 'peer table: wall seconds per GiB to every tensor in memory, median of {peers[0]["rounds"]} interleaved rounds'
+set datafile missing '?'
+plot {cols}
+unset multiplot
 """
 try:
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)

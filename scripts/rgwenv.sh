@@ -5,6 +5,7 @@
 #   rgwenv_admin ARGS...             radosgw-admin against this cluster
 # After start: RGW_PORT, RGW_ENDPOINT, RGW_AK/RGW_SK (user "tester", keys from RGWENV_KEYS="AK SK" if set, caps roles=*;oidc-provider=* for STS and
 # IAM), RGW_AK2/RGW_SK2 (user "other", no caps), rclone remote "rgwtest:", and HOME under WORKDIR.
+# RGWENV_MEMSTORE_BYTES: the memstore OSD's size (2 GiB by default; it holds every object in memory).
 # STS is on (rgw s3 auth use sts, a 16-character rgw sts key). Recipe and pitfalls: design.md §6.
 # Needs Debian's ceph-mon, ceph-osd and radosgw (scripts/deps.sh installs them).
 RGWENV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,7 +42,7 @@ auth client required = none
 ms mon client mode = crc
 paxos propose interval = 0.01
 osd objectstore = memstore
-memstore device bytes = 2147483648
+memstore device bytes = ${RGWENV_MEMSTORE_BYTES:-2147483648}
 osd pool default size = 1
 osd pool default min size = 1
 mon allow pool size one = true

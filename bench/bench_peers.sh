@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench_peers.sh - the peer table (issue 20, README "Compared with"): Run:ai Model Streamer, boto3, awscli and
+# rclone against hfs3, each reading the same shards from the same server in the same interleaved rounds
+# (bench_peers.py). Called by bench/run.sh with WORK, HFS3_ROOT, HFS3_BIN, HFS3_SHIM and the Node server of
+# s3env.sh running (its listing is what `build` needs for a model only nginx serves).
+#   BENCH_PEER_GIB=1        model sizes read from nginx (static files: GET, HEAD, Range; "" skips); "1 4" adds
+#                           the 4 GiB table (about 12 more minutes on the 2-core VM)
+#   BENCH_PEER_RGW_GIB="1"  model sizes read from Ceph RGW (a real S3 API, for `aws s3 cp --recursive`; "" skips)
+#   BENCH_PEER_ROUNDS=3     interleaved rounds per table
+# Each table goes to $WORK/results/peers-SERVER-GIB.json (+ .txt) for report.py.
+set -euo pipefail
+: "${WORK:?}" "${HFS3_ROOT:?}" "${HFS3_BIN:?}" "${HFS3_SHIM:?}"
+export HFS3_PY=${HFS3_PY:-$HFS3_ROOT/.venv/bin/python}
+[ -x "$HFS3_PY" ] || { echo "bench_peers: $HFS3_PY missing (scripts/deps.sh makes the venv)" >&2; exit 1; }
+ngx_sizes=${BENCH_PEER_GIB-1} rgw_sizes=${BENCH_PEER_RGW_GIB-1} rounds=${BENCH_PEER_ROUNDS:-3}
+P=$WORK/peers
+mkdir -p "$P" "$WORK/results"
+source bench/nginx.sh
+source scripts/rgwenv.sh
+rgw_up=
+cleanup() { nginx_stop; [ -z "$rgw_up" ] || rgwenv_stop; }
+trap cleanup EXIT
+nginx_start "$P"
+# the clients' keys: the same dummies as the servers', by environment only
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+
+in_list() { local x; for x in $2; do [ "$x" = "$1" ] && return 0; done; return 1; }
+sizes=$(printf '%s\n' $ngx_sizes $rgw_sizes | awk '!seen[$0]++')
+max_rgw=$(printf '%s\n' 0 $rgw_sizes | sort -g | tail -1)
+for gib in $sizes; do
+  model=$P/model-$gib key=models/peer$gib
+  mb=$(python3 -c "print(int($gib * 1024 / 4))")
+  echo "bench_peers: generating a $gib GiB model (4 shards + small files)..." >&2
+  python3 scripts/gen_model.py flat "$model" --shards "$mb,$mb,$mb,$mb" --seed $((20 + ${gib%.*})) >/dev/null
+  if in_list "$gib" "$rgw_sizes"; then
+    if [ -z "$rgw_up" ]; then
+      # memstore keeps every object in memory: room for the largest model twice over
+      RGWENV_MEMSTORE_BYTES=$(python3 -c "print(int(($max_rgw * 2 + 1) * 2**30))") RGWENV_KEYS="S3RVER S3RVER" \
+        rgwenv_start "$P" models
+      rgw_up=1
+    fi
+    rclone copy "$model" "rgwtest:$key"
+    "$HFS3_BIN" build --local "$model" -o "$P/manifest-$gib.json" "rgwtest:$key" >/dev/null
+    rclone copyto "$P/manifest-$gib.json" "rgwtest:$key/.hfs3/manifest.json"
+  else
+    rclone copy "$model" "s3test:$key"   # only for the listing `build` needs
+    "$HFS3_BIN" build --local "$model" -o "$P/manifest-$gib.json" "s3test:$key" >/dev/null
+    rclone purge "s3test:$key"
+  fi
+  if in_list "$gib" "$ngx_sizes"; then
+    nginx_publish "$model" "$P/manifest-$gib.json" "$key" "$P"
+    HFS3_PEER_REMOTE="ngx:$key" "$HFS3_PY" bench/bench_peers.py "$model" nginx "$NGINX_ENDPOINT" "$key" "$rounds" \
+      "$WORK/results/peers-nginx-$gib.json" | tee "$WORK/results/peers-nginx-$gib.txt"
+    rm -rf "$P/www/$key"
+  fi
+  if in_list "$gib" "$rgw_sizes"; then
+    HFS3_PEER_REMOTE="rgwtest:$key" "$HFS3_PY" bench/bench_peers.py "$model" rgw "$RGW_ENDPOINT" "$key" "$rounds" \
+      "$WORK/results/peers-rgw-$gib.json" | tee "$WORK/results/peers-rgw-$gib.txt"
+    # best effort: RGW is thrown away at the end anyway (a purge of a 1 GiB model once hung there for 10 minutes)
+    timeout 60 rclone purge "rgwtest:$key" || echo "bench_peers: rclone purge rgwtest:$key failed; RGW keeps it until it stops" >&2
+  fi
+  rm -rf "$model"
+done
