@@ -145,6 +145,24 @@ class NotBuilt(Exception):
 
 
 def built_from(tree, src, group):
+    """_built_from, plus the unit tests of group that compile src in directly (test_scratch.c has
+    #include "../../shim/scratch.c"): they run it too."""
+    direct = []
+    for x in group:
+        if x.startswith("unit:"):
+            try:
+                with open(os.path.join(tree, "tests/unit", x[5:] + ".c")) as f:
+                    if f'#include "../../{src}"' in f.read():
+                        direct.append(f"build/tests/{x[5:]}")
+            except OSError:
+                pass
+    arts = _built_from(tree, src, group)
+    if not direct:
+        return arts
+    return direct + [a for a in (arts or []) if a not in direct]
+
+
+def _built_from(tree, src, group):
     """What the tests of group (all unit: or all e2e:) run that is built from src, plus the objects in
     between: [] when none of them is (the tests cannot see a change there), None when src is not compiled
     (a script the tests run as it is: its text is what counts)."""
