@@ -27,15 +27,16 @@ static inline int hfs3_hub_name_okn(const char *s, size_t n)
 
 /* rclone's connection-string REMOTEs (`name,key=value,...:bucket/p`) carry secrets in the REMOTE itself, which would
  * then sit in the helper's argv (readable by every local user) and in messages: they are refused. Returns 1 when
- * spec is one (a ',' before any ':', and not s3://), with *namelen the length of the name before the ',' that a
- * message may repeat (at most 64: nothing after the comma), else 0. One rule for the helper (lib/config.c,
+ * spec is one (a ',' before any ':' but a leading one, rclone's on-the-fly `:s3,key=value:bucket/p`; not s3://),
+ * with *namelen the length of the name before the ',' that a message may repeat (at most 64: nothing after the
+ * comma), else 0. One rule for the helper (lib/config.c,
  * hfs3_remote_parse) and the shim (shim/init.c, which then never starts a helper for it), with one message:
  * printf HFS3_CONNSTR_MSG with *namelen, spec. */
 static inline int hfs3_remote_connstr(const char *spec, int *namelen)
 {
     if (spec[0] == 's' && spec[1] == '3' && spec[2] == ':' && spec[3] == '/' && spec[4] == '/')
         return 0;
-    size_t comma = 0;
+    size_t comma = spec[0] == ':'; /* rclone's on-the-fly backend, ":s3,secret_access_key=...:bucket/p" */
     while (spec[comma] && spec[comma] != ',' && spec[comma] != ':')
         comma++;
     if (spec[comma] != ',')

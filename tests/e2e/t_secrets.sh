@@ -129,15 +129,18 @@ WRAP
 chmod +x "$WORK/helper6.sh"
 : >"$WORK/argv6.log"
 : >"$WORK/cmdline6.log"
+# rclone's on-the-fly backend spelling (:s3,key=value:bucket/p) is a connection string too
+for cs in "sec,secret_access_key=$BAD,access_key_id=S3RVER" ":s3,secret_access_key=$BAD,access_key_id=S3RVER"; do
 for f in config.json sub/x; do
   rc=0
   HFS3_LOG=debug HFS3_HELPER=$WORK/helper6.sh HFS3_CACHE_DIR=$WORK/cache6 \
-    HFS3_MOUNTS="$WORK/mnt6=sec,secret_access_key=$BAD,access_key_id=S3RVER:models/m" \
+    HFS3_MOUNTS="$WORK/mnt6=$cs:models/m" \
     LD_PRELOAD=$HFS3_SHIM cat "$WORK/mnt6/$f" >"$WORK/out" 2>"$WORK/err" || rc=$?
   [ $rc != 0 ] || fail "a connection-string mount was served"
-  grep -q "REMOTE 'sec,...': rclone connection-string remotes are not supported" "$WORK/err" ||
+  grep -qF "REMOTE '${cs%%,*},...': rclone connection-string remotes are not supported" "$WORK/err" ||
     { cat "$WORK/err"; fail "connection string in HFS3_MOUNTS: the helper's message"; }
   ! grep -qF "$BAD" "$WORK/err" "$WORK/out" || fail "connection string in HFS3_MOUNTS: the secret in the log"
+done
 done
 [ ! -s "$WORK/argv6.log" ] || { cat "$WORK/argv6.log"; fail "the shim started a helper for a connection string"; }
 [ ! -s "$WORK/cmdline6.log" ] || fail "the secret on a command line: $(cat "$WORK/cmdline6.log")"
