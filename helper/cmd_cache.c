@@ -340,6 +340,23 @@ cJSON *cmd_snap_summary(cmd_snap *s, int json)
     return j;
 }
 
+/* The length of the valid UTF-8 character at s (shortest form, no surrogates, at most U+10FFFF), else 0. A lone
+ * byte 0x80-0xff is no character: 8-bit terminals read 0x9b as CSI. */
+static size_t utf8_len(const char *s, size_t avail)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = u[0] >= 0xc2 && u[0] <= 0xdf ? 2 : u[0] >= 0xe0 && u[0] <= 0xef ? 3 : u[0] >= 0xf0 && u[0] <= 0xf4 ? 4 : 0;
+    if (!n || n > avail)
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((u[k] & 0xc0) != 0x80)
+            return 0;
+    if ((u[0] == 0xe0 && u[1] < 0xa0) || (u[0] == 0xed && u[1] >= 0xa0) || (u[0] == 0xf0 && u[1] < 0x90) ||
+        (u[0] == 0xf4 && u[1] >= 0x90))
+        return 0;
+    return n;
+}
+
 FILE *cmd_text_begin(char **buf, size_t *len)
 {
     fflush(stdout);
@@ -361,10 +378,12 @@ void cmd_text_end(FILE *real, char **bufp, size_t *lenp)
     size_t len = *lenp;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)buf[i];
-        if (c == 0xc2 && i + 1 < len && (unsigned char)buf[i + 1] >= 0x80 && (unsigned char)buf[i + 1] <= 0x9f) {
-            printf("\\xc2\\x%02x", (unsigned char)buf[++i]);
-        } else if ((c < 0x20 && c != '\n') || c == 0x7f) {
-            printf("\\x%02x", c);
+        size_t n = utf8_len(buf + i, len - i);
+        if (c >= 0x80 && n > 1 && !(c == 0xc2 && (unsigned char)buf[i + 1] <= 0x9f)) {
+            fwrite(buf + i, 1, n, stdout); /* a whole, valid UTF-8 character that is no C1 control */
+            i += n - 1;
+        } else if (c >= 0x80 || (c < 0x20 && c != '\n') || c == 0x7f) {
+            printf("\\x%02x", c); /* a control, a C1 control's lead byte, or a byte of no valid character */
         } else {
             putchar(c);
         }
