@@ -8,7 +8,7 @@ ranged GETs to /dev/null, aria2c -x8 -s8 and rclone's http backend; and the two 
 cached (warm), the loader's own work, which a cold load overlaps with the download but cannot skip. Median and
 spread (min-max)."""
 import atexit
-import json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, tempfile
 
 model, endpoint, bp, rounds, out_json = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 hfs3, shim, root = os.environ["HFS3_BIN"], os.environ["HFS3_SHIM"], os.environ["HFS3_ROOT"]
@@ -19,56 +19,13 @@ total = sum(sizes.values())
 gib = total / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-ref.")
 atexit.register(shutil.rmtree, work, True)   # a failed run leaves nothing behind either
-CG = "/sys/fs/cgroup/cpuacct"
-use_cg = os.access(CG, os.W_OK)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cgrun import run as cgrun, cpu_source  # noqa: E402  (one measured run, shared with bench_peers.py)
 
 
-def cg_read(d):
-    try:
-        u = int(open(d + "/cpuacct.usage_user").read()) / 1e9
-        s = int(open(d + "/cpuacct.usage_sys").read()) / 1e9
-        return u, s
-    except OSError:
-        st = dict(l.split() for l in open(d + "/cpuacct.stat"))
-        hz = os.sysconf("SC_CLK_TCK")
-        return int(st["user"]) / hz, int(st["system"]) / hz
-
-
-def run(cmd, env=None, shell=False):
-    """wall seconds, cpu seconds (user+sys), peak RSS KiB of the top process, stdout"""
-    d = None
-    if use_cg:
-        d = tempfile.mkdtemp(prefix="hfs3-bench.", dir=CG)
-    # each run starts with nothing left to write: a tool that does not flush (rclone, aria2c, curl) would
-    # otherwise leave its writeback to whoever runs next, and `fetch`, which flushes, ran after them
-    os.sync()
-    t = time.perf_counter()
-    err = open(os.path.join(work, "stderr"), "w+")
-    p = subprocess.Popen(cmd, env=env, shell=shell, stdout=subprocess.PIPE, stderr=err,
-                         preexec_fn=(lambda: open(d + "/cgroup.procs", "w").write(str(os.getpid()))) if d else None)
-    try:
-        outb = p.stdout.read()
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t
-        if status != 0:
-            err.seek(0)
-            raise SystemExit(f"bench_ref: {cmd} failed ({status}): {err.read()[-2000:]}")
-        cpu = ru.ru_utime + ru.ru_stime
-        if d:
-            # wait for what the run left behind in its group (the shim's detached prefetcher), then count it all
-            for _ in range(600):
-                if not open(d + "/cgroup.procs").read().strip():
-                    break
-                time.sleep(0.1)
-            u, s = cg_read(d)
-            cpu = u + s
-        return wall, cpu, ru.ru_maxrss, outb.decode()
-    finally:
-        if d:
-            try:
-                os.rmdir(d)   # refused while a process is still in it: then the kernel keeps it, nothing else
-            except OSError:
-                pass
+def run(cmd, env=None):
+    """wall seconds, cpu seconds (user+sys), peak RSS KiB of the top process, stdout (bench/cgrun.py)"""
+    return cgrun(cmd, env, os.path.join(work, "stderr"), "bench_ref")
 
 
 def fresh(path):
@@ -221,7 +178,7 @@ for kind in ("Python loader", "mmap loader"):
 # way (curl8, to /dev/null) and hashed once (sha_alone)
 cpu_floor = med([a + b for a, b in zip(res["curl, 8 ranged GETs per file, to /dev/null"]["cpu"],
                                        res["sha256 alone (openssl dgst, the same bytes from the page cache)"]["cpu"])]) / gib
-summary = {"cpu_floor": cpu_floor, "overlap": overlap, "floor": floor, "last_file": last, "gib": gib, "files": len(files), "rounds": rounds, "cpu_source": "cgroup cpuacct" if use_cg else "getrusage",
+summary = {"cpu_floor": cpu_floor, "overlap": overlap, "floor": floor, "last_file": last, "gib": gib, "files": len(files), "rounds": rounds, "cpu_source": cpu_source,
            "rows": rows, "mmap_first_byte_s": med(fb), "py_ttfb_s": med(ttfb), "shard_bytes": max(sizes.values())}
 json.dump(summary, open(out_json, "w"), indent=1)
 shutil.rmtree(work, ignore_errors=True)
