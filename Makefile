@@ -1,4 +1,5 @@
-# hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`.
+# hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`,
+# `make uninstall`.
 # `make vllm-check`: vLLM's own loading code through the shim (installs vLLM into .venv-vllm, ~10 GB; not in `make test`).
 # BUILD=dir puts every output under dir (parallel work trees can use their own).
 CC      ?= cc
@@ -48,7 +49,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install clean deps FORCE
+.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install uninstall clean deps FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -160,7 +161,7 @@ bench: deps
 	@$(MAKE) --no-print-directory $(TOOL_BIN)
 	@BUILD=$(BUILD) bash bench/run.sh
 
-# Fault figures for the README: at least STRESS_FAULTS (100) faults of each kind through tests/e2e/s3proxy.py,
+# Fault figures for docs/performance.md: at least STRESS_FAULTS (100) faults of each kind through tests/e2e/s3proxy.py,
 # server restarts, STRESS_KILLS (20) helper kills, disk full (as root). Minutes; not part of `make test`
 # (t_heal_stress runs a small version of it).
 stress: deps
@@ -184,7 +185,7 @@ fuzz: deps
 
 # Mutation testing: every deliberate bug in tests/mutate/mutations.txt must fail the tests named for it (a scratch
 # copy of the tree, its own build). Prints a table and the kill rate. Not part of `make test`.
-# MUTATE_ARGS: --only ID[,ID] (some mutations), --no-full, --keep, --readme README.md (write the table there).
+# MUTATE_ARGS: --only ID[,ID] (some mutations), --no-full, --keep, --readme CONTRIBUTING.md (write the table there).
 mutate:
 	@python3 tests/mutate/mutate.py $(MUTATE_ARGS)
 
@@ -198,6 +199,13 @@ install: all
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/hfs3-manifest
 	$(if $(SHIM_SRC),install -m 0755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libhfs3shim.so)
 	$(if $(DESTDIR),,$(if $(SHIM_SRC),-ldconfig))
+
+# The files `make install` put there, with the same PREFIX and DESTDIR. The cache is left alone.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/hfs3-manifest $(DESTDIR)$(PREFIX)/lib/libhfs3shim.so \
+	    $(DESTDIR)$(PREFIX)/share/man/man1/hfs3-manifest.1 $(DESTDIR)$(PREFIX)/share/man/man7/hfs3.7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/hfs3-manifest
+	$(if $(DESTDIR),,-ldconfig)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference-server benchmark (README "Performance"): nginx serves the model bench/run.sh made as static files;
+# The reference-server benchmark (docs/performance.md): nginx serves the model bench/run.sh made as static files;
 # bench_ref.py compares hfs3 with curl, aria2c and rclone on it, bench_mem.py measures peak memory for the
 # 1 GiB model and a BENCH_MEM_GIB one (4 by default; 0 skips it). Results go to $WORK/results for report.py.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_peers.sh - the peer table (issue 20, README "Compared with"): Run:ai Model Streamer, boto3, awscli and
+# bench_peers.sh - the peer table (issue 20, docs/performance.md "Compared with"): Run:ai Model Streamer, boto3, awscli and
 # rclone against hfs3, each reading the same shards from the same server in the same interleaved rounds
 # (bench_peers.py). Called by bench/run.sh with WORK, HFS3_ROOT, HFS3_BIN, HFS3_SHIM and the Node server of
 # s3env.sh running (its listing is what `build` needs for a model only nginx serves).

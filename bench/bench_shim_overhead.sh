@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shim's cost per stat(): outside its mounts (an existing file; missing ones, which the shim double-checks
-# for real symlinks into mounts, README "Performance") and inside one (answered from the index), against plain libc in
+# for real symlinks into mounts, docs/performance.md) and inside one (answered from the index), against plain libc in
 # the same run.
 set -euo pipefail
 BUILD=${BUILD:-build}

@@ -55,5 +55,5 @@ cat <<EOT
   2. write the manifest:    hfs3-manifest build remote:bucket/my-model
   3. serve, unchanged:      LD_PRELOAD=libhfs3shim.so HFS3_MOUNTS=/models/my-model=remote:bucket/my-model \\
                               vllm serve /models/my-model
-  (make install puts hfs3-manifest and libhfs3shim.so under /usr/local; see README.md)
+  (make install puts hfs3-manifest and libhfs3shim.so under /usr/local; see README.md "Install")
 EOT

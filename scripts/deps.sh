@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev uthash-dev libexpat1-dev
+DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev libexpat1-dev
           rclone python3 python3-boto3 nodejs npm openssl coreutils curl stunnel4
           ceph-mon ceph-osd radosgw   # Ceph's RADOS Gateway: the real S3 server of the RGW tests (scripts/rgwenv.sh)
           # `make bench`: nginx-light (the reference server), aria2 (a comparison), gnuplot-nox (the chart),
           # valgrind (callgrind counts the shim's instructions), time
           nginx-light aria2 gnuplot-nox valgrind time
+          python3-yaml   # t_k8s_shapes reads README.md's Kubernetes manifest
           strace   # t_real_clients: what huggingface_hub writes into a cache it reads, asked of the kernel
           clang libclang-rt-dev)   # libFuzzer (-fsanitize=fuzzer): the fuzz targets, `make fuzz` and t_fuzz
 missing=()

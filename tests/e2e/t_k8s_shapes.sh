@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# t_k8s_shapes.sh - the Kubernetes recipe of README.md, reproduced with kubelet's modes: a pod-wide volume is a
+# t_k8s_shapes.sh - the Kubernetes manifest of README.md, run as written (its Secret's endpoint and keys swapped
+# for the test server's, vllm for a loader that compares every file), then the shapes of docs/cache.md
+# "On Kubernetes", reproduced with kubelet's modes: a pod-wide volume is a
 # mount (a tmpfs here, as emptyDir medium: Memory; a bind mount for hostPath), mode 0777 root:root, or 2777
 # root:FSGROUP with an fsGroup; HFS3_CACHE_DIR names a folder inside it that does not exist yet. An init step
 # (root, or the server's uid) runs `hfs3-manifest fetch`; the server step (uid 1000, its fsGroup as a
@@ -65,6 +67,75 @@ server() {
     /usr/bin/python3 "$WORK/load.py" "$WORK/srv/m" "$WORK/m"
 }
 mode_of() { stat -c '%u:%g %a' "$1"; }
+
+# 0. README.md's manifest, as written: its pod's uid, gid and fsGroup, its volume, each container's command and
+# environment (the Secret's through envFrom), HOME=/ as kubelet gives a uid without a passwd entry
+py=/usr/bin/python3
+"$py" -c 'import yaml' 2>/dev/null || py=$HFS3_ROOT/.venv/bin/python
+"$py" -c 'import yaml' 2>/dev/null || { echo "skip: no python with yaml (python3-yaml)"; exit 0; }
+awk '/^<!-- k8s-manifest:/ {f=1; next} f && /^```/ {if (n++) exit; next} f' "$HFS3_ROOT/README.md" >"$WORK/pod.yaml"
+[ -s "$WORK/pod.yaml" ] || fail "README.md: no yaml block after the '<!-- k8s-manifest:' marker"
+"$py" - "$WORK/pod.yaml" >"$WORK/pod.sh" <<'PY' || fail "README.md's manifest: $(cat "$WORK/pod.sh")"
+import shlex, sys, yaml
+docs = list(yaml.safe_load_all(open(sys.argv[1])))
+secrets = {d["metadata"]["name"]: d["stringData"] for d in docs if d["kind"] == "Secret"}
+pod, = [d for d in docs if d["kind"] == "Pod"]
+spec = pod["spec"]
+sc = spec["securityContext"]
+vol, = spec["volumes"]
+assert "emptyDir" in vol, "the cache volume is an emptyDir"
+q = lambda v: shlex.quote(str(v))
+print(f"P_UID={sc['runAsUser']} P_GID={sc['runAsGroup']} P_FSGROUP={sc.get('fsGroup', '')}")
+def container(tag, c):
+    mnt, = [m["mountPath"] for m in c["volumeMounts"] if m["name"] == vol["name"]]
+    env = {}
+    for ef in c.get("envFrom", []):
+        env.update(secrets[ef["secretRef"]["name"]])
+    env.update({e["name"]: e["value"] for e in c.get("env", [])})
+    print(f"{tag}_MNT={q(mnt)}")
+    print(f"{tag}_CMD=(" + " ".join(q(a) for a in c["command"]) + ")")
+    print(f"{tag}_ENV=(" + " ".join(q(f"{k}={v}") for k, v in env.items()) + ")")
+init, = spec["initContainers"]
+server, = spec["containers"]
+container("INIT", init)
+container("SRV", server)
+PY
+source "$WORK/pod.sh"
+[ "${INIT_CMD[0]} ${INIT_CMD[1]}" = "hfs3-manifest fetch" ] || fail "README init container: ${INIT_CMD[*]}"
+n=${#SRV_CMD[@]}
+[ "${SRV_CMD[0]} ${SRV_CMD[1]} ${SRV_CMD[2]} ${SRV_CMD[4]} ${SRV_CMD[5]} ${SRV_CMD[6]}" = "hfs3-manifest run --mount -- vllm serve" ] && [ "$n" = 8 ] ||
+  fail "README server: ${SRV_CMD[*]}"
+local_path=${SRV_CMD[3]%%=*} remote=${SRV_CMD[3]#*=}
+[ "${SRV_CMD[7]}" = "$local_path" ] && [ "$remote" = "${INIT_CMD[2]}" ] || fail "README: the server mounts ${SRV_CMD[3]}, serves ${SRV_CMD[7]}, init fetches ${INIT_CMD[2]}"
+rname=${remote%%:*}; RN=$(echo "$rname" | tr a-z A-Z); bucket_path=${remote#*:}
+rclone copy "$WORK/m" "s3test:$bucket_path" && "$HFS3_BIN" build "s3test:$bucket_path" >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "publish the README's model"; }
+v=$(volume readme "$([ -n "$P_FSGROUP" ] && echo 2777 || echo 0777)" $P_FSGROUP)
+# what kubelet does to the pod's processes: the volume at mountPath, the Secret's endpoint and keys the test
+# server's (every other variable as written)
+pod_env() {
+  local e
+  for e in "$@"; do
+    case "$e" in
+      RCLONE_CONFIG_${RN}_ENDPOINT=*) e=RCLONE_CONFIG_${RN}_ENDPOINT=$S3_ENDPOINT ;;
+      RCLONE_CONFIG_${RN}_ACCESS_KEY_ID=*|RCLONE_CONFIG_${RN}_SECRET_ACCESS_KEY=*) e=${e%%=*}=S3RVER ;;
+    esac
+    case "${e#*=}" in "$SRV_MNT"|"$SRV_MNT"/*) e=${e%%=*}=$v${e#*=$SRV_MNT} ;; esac
+    printf '%s\0' "$e"
+  done
+}
+[ "$INIT_MNT" = "$SRV_MNT" ] || fail "README: the containers mount the cache at $INIT_MNT and $SRV_MNT"
+mapfile -d '' ienv < <(pod_env "${INIT_ENV[@]}")
+mapfile -d '' senv < <(pod_env "${SRV_ENV[@]}")
+printf '%s\n' "${ienv[@]}" | grep -q "^HFS3_CACHE_DIR=$v/" || fail "README: HFS3_CACHE_DIR is not inside the volume"
+pass=(); for e in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do [ -z "${!e:-}" ] || pass+=("$e=${!e}"); done
+groups=(--clear-groups); [ -z "$P_FSGROUP" ] || groups=(--groups="$P_FSGROUP")
+in_pod() { setpriv --reuid="$P_UID" --regid="$P_GID" "${groups[@]}" env -i PATH=/usr/bin:/bin HOME=/ "${pass[@]}" "$@"; }
+in_pod "${ienv[@]}" "$HFS3_BIN" "${INIT_CMD[@]:1}" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "README init container"; }
+in_pod "${senv[@]}" "$HFS3_BIN" "${SRV_CMD[@]:1:4}" /usr/bin/python3 "$WORK/load.py" "$local_path" "$WORK/m" \
+  >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "README server container"; }
+grep -q "loaded 4 files" "$WORK/out" || fail "README server loaded: $(cat "$WORK/out")"
+printf '%s\n' "${senv[@]}" | grep -qx HFS3_OFFLINE=1 || fail "README: the server is not offline"
+ok "README.md's Kubernetes manifest as written: init fetch, then an offline server through run (uid $P_UID)"
 
 # 1. emptyDir, fsGroup 2000: init container as root, server uid 1000 in group 2000
 v=$(volume fsg-root 2777 $FSGROUP)

@@ -4,7 +4,7 @@
 # with a zero buffer, a 300-byte name, ".." after a file, a missing name and a symlink to a directory through
 # stat, lstat, open, opendir, chdir, access, readlink and realpath, an O_PATH descriptor of a file as a
 # directory, inode identity of equal files, glibc's fts with FTS_PHYSICAL and FTS_LOGICAL: one line per entry) over the flat fixture and a links tree copied into a read-only tmpfs, and over
-# the same trees through the shim. The transcripts must differ only by KNOWN, each listed in the README's
+# the same trees through the shim. The transcripts must differ only by KNOWN, each listed in docs/reference.md's
 # known limits with its reason.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_shim_prefetch.sh - a cold load through the shim downloads one file at a time, shards in name order (issue 10,
-# item 2; README "Prefetch order"), through a counting proxy that paces each response so that two downloads
+# item 2; docs/performance.md "Prefetch order"), through a counting proxy that paces each response so that two downloads
 # would overlap. With one connection a shard's ranged GETs go one after another, so "one at a time" reads
 # in the proxy's request numbers: every GET of a shard comes before the first GET of the next.
 #  1. The demo loader alone: the first data open starts `_prefetch` before its own `_get` (a wrapper records

@@ -11,7 +11,7 @@ rc=$?
 # subprocess cwd= a mount the parent never touched: the vfork child chdirs with no loaded state
 out=$(cd "$WORK" && shim python3 -c "import subprocess, sys; r = subprocess.run(['/bin/pwd'], cwd=sys.argv[1], capture_output=True, text=True); print(r.stdout.strip())" "$M/hf/snapshots/$REV/sub")
 [ "$out" = "$M/hf/snapshots/$REV/sub" ] && echo "ok subprocess cwd= first touch" || { echo "not ok subprocess cwd= first touch ($out)"; rc=1; }
-# README "With an HF cache": a real on-disk symlink to a mount's ancestor (~/.cache/huggingface/hub -> /models/hub) works as
+# docs/reference.md "With an HF cache": a real on-disk symlink to a mount's ancestor (~/.cache/huggingface/hub -> /models/hub) works as
 # an HF cache: it lists the mounts, refs and snapshot links resolve, and realpath lands in the mount
 mkdir -p "$HOME/.cache/huggingface" && ln -s "$M" "$HOME/.cache/huggingface/hub"
 out=$(cd "$WORK" && shim python3 -c "

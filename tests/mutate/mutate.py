@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mutate.py - mutation testing of the suite (`make mutate`; not part of `make test`).
 
-    tests/mutate/mutate.py [--list FILE] [--only ID[,ID...]] [--no-full] [--keep] [--readme README.md]
+    tests/mutate/mutate.py [--list FILE] [--only ID[,ID...]] [--no-full] [--keep] [--readme CONTRIBUTING.md]
 
 Each mutation in tests/mutate/mutations.txt is a deliberate bug: a file, the exact text it replaces (which must
 occur exactly once in that file), its replacement, and the tests expected to catch it. For each one, in a scratch
