@@ -112,7 +112,9 @@ static int parse_opts(int argc, char **argv, const struct option *lo, const char
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (c == 'h') {
-            cmd_help("cache");
+            char name[32];
+            snprintf(name, sizeof name, "cache %s", sub);
+            cmd_help(name);
             return 0;
         }
         if (c == '?') {

@@ -11,111 +11,155 @@
 #include <string.h>
 #include <unistd.h>
 
-#define REMOTE_HELP                                                                                             \
-    "REMOTE is name:bucket/prefix (an rclone remote from $RCLONE_CONFIG, else the first existing of\n"          \
-    "$XDG_CONFIG_HOME/rclone/rclone.conf, ~/.config/rclone/rclone.conf, ~/.rclone.conf, each key overridable\n" \
-    "by RCLONE_CONFIG_<NAME>_<KEY>) or s3://bucket/prefix (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"         \
-    "AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, AWS_PROFILE with ~/.aws/credentials and config).\n"
-
-#define S3_VARS                                                                                                \
-    "  HFS3_S3_ADDRESSING  path, virtual or auto (default auto)\n"                                              \
-    "  HFS3_TLS_VERIFY     0 turns certificate checks off (with a warning)\n"                                   \
-    "  HFS3_LOG            error, warn, info or debug (default warn)\n"
-
-#define CACHE_VARS                                                                                             \
-    "  HFS3_CACHE_DIR      the cache (default $XDG_CACHE_HOME/hfs3, else ~/.cache/hfs3)\n"                      \
-    "  HFS3_OFFLINE        1: never touch the network, use only what is cached\n"                               \
-    "  HFS3_CONNECTIONS    parallel ranged GETs per file, 1 to 64 (default 8)\n"                                \
-    "  HFS3_VERIFY_FOREIGN 1: re-hash blobs other users wrote into a shared cache\n"
+#define REMOTE_HELP                                                                                    \
+    "REMOTE is name:bucket/prefix (an rclone remote from $RCLONE_CONFIG, else the first existing of\n" \
+    "$XDG_CONFIG_HOME/rclone/rclone.conf, ~/.config/rclone/rclone.conf, ~/.rclone.conf, each key\n"    \
+    "overridable by RCLONE_CONFIG_<NAME>_<KEY>) or s3://bucket/prefix (AWS_ACCESS_KEY_ID,\n"           \
+    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, AWS_PROFILE with\n"     \
+    "~/.aws/credentials and config).\n"
 
 #define EXIT_HELP                                                                                              \
     "Exit status: 0 success, 1 a failed check or operation, 2 a usage or configuration error.\n"
+
+/* Every variable hfs3 reads: the one list that each command's --help and `help variables` print, and that
+ * t_cli_help checks the code (every "HFS3_..." it reads), the man pages, docs/reference.md and the bash
+ * completion against. where: h read by the helper (lib/, helper/), s by the shim, t by tests only. */
+static const struct {
+    const char *name, *where, *help;
+} vars[] = {
+    {"HFS3_MOUNTS", "hs", "LOCALPATH=REMOTE[;LOCALPATH=REMOTE...], the mounts (run --mount adds)"},
+    {"HFS3_CACHE_DIR", "hs", "the cache (default $XDG_CACHE_HOME/hfs3, else ~/.cache/hfs3)"},
+    {"HFS3_CACHE_MAX", "h", "the cache's budget: bytes with K/M/G/T, or a % of its file system"},
+    {"HFS3_OFFLINE", "hs", "1: never touch the network, use only what is cached"},
+    {"HFS3_CONNECTIONS", "h", "parallel ranged GETs per file, 1 to 64 (default 8)"},
+    {"HFS3_VERIFY_FOREIGN", "hs", "1: re-hash blobs other users wrote into a shared cache"},
+    {"HFS3_RETRIES", "h", "retries of one HTTP request, with backoff (default 5; 0: none)"},
+    {"HFS3_LOW_SPEED_TIME", "h", "seconds under the low-speed limit before a transfer resumes (default 30)"},
+    {"HFS3_LOW_SPEED_LIMIT", "h", "bytes/s under which a transfer counts as stalled (default 1)"},
+    {"HFS3_S3_ADDRESSING", "h", "path, virtual or auto (default auto)"},
+    {"HFS3_TLS_VERIFY", "h", "0 turns certificate checks off (with a warning)"},
+    {"HFS3_LOG", "hs", "error, warn, info or debug (default warn)"},
+    {"HFS3_PREFETCH", "s", "1 (default): a first open in a mount fetches its other files too"},
+    {"HFS3_MANIFEST_TTL", "s", "seconds a cached manifest is used before S3 is asked again (default 60)"},
+    {"HFS3_HUB_TTL", "s", "seconds a hub's repository list is used (default HFS3_MANIFEST_TTL)"},
+    {"HFS3_STALL_TIMEOUT", "s", "seconds an open waits on a stalled fetch (default 120; 0: no limit)"},
+    {"HFS3_HELPER", "hs", "the helper the shim runs (default: the installed hfs3-manifest)"},
+    {"HFS3_TEST_RESOLVE", "t", "tests only: host:port:address[,...] overrides name resolution"},
+};
+
+#define S3_VARS "HFS3_S3_ADDRESSING HFS3_TLS_VERIFY HFS3_RETRIES HFS3_LOW_SPEED_TIME HFS3_LOW_SPEED_LIMIT HFS3_LOG"
+#define CACHE_VARS "HFS3_CACHE_DIR HFS3_LOG"
 
 static const struct {
     const char *name;
     int (*fn)(int, char **);
     const char *usage;
     const char *help;
+    const char *vars; /* names from vars[], for the command's "Variables:" */
+    const char *exit; /* NULL: EXIT_HELP */
 } commands[] = {
-    {"build", cmd_build, "build [--local DIR] [--layout auto|flat|hf-cache] [--dry-run] [-o FILE|-] REMOTE | build --all HUB",
-     "Lists the prefix and writes its manifest, PREFIX/.hfs3/manifest.json, with one PUT: every file, directory\n"
-     "and symlink with size, sha256 and ETag. Prints one summary line on stdout. A rebuild of an unchanged\n"
-     "prefix rewrites nothing (the summary says unchanged). Run it again after any change to the prefix.\n\n"
+    {"build", cmd_build, "build [--all] [--local DIR] [--layout L] [--dry-run] [-o FILE|-] REMOTE",
+     "Lists the prefix and writes its manifest, PREFIX/.hfs3/manifest.json, with one PUT: every file,\n"
+     "directory and symlink with size, sha256 and ETag. Prints one summary line on stdout. A rebuild of an\n"
+     "unchanged prefix rewrites nothing (the summary says unchanged). Run it again after any change to\n"
+     "the prefix.\n\n"
      "Options:\n"
-     "  --local DIR         take sha256 from the local copy DIR (hashed on all cores); every local file must\n"
-     "                      be in the bucket with the same size, else each difference is named and nothing\n"
-     "                      is written\n"
+     "  --local DIR         take sha256 from the local copy DIR (hashed on all cores); every local file\n"
+     "                      must be in the bucket with the same size, else each difference is named and\n"
+     "                      nothing is written\n"
      "  --layout L          auto (default), flat (a --local-dir download) or hf-cache (models--org--name)\n"
      "  --dry-run           print the manifest on stdout instead of writing it; the summary goes to stderr\n"
      "  -o FILE, --output FILE  write the manifest to FILE (- for stdout) instead of the bucket\n"
-     "  --all               REMOTE is a hub prefix: build the manifest of every repository folder under it\n"
-     "                      (models--*, datasets--*, spaces--*; one delimiter listing), skipping those whose\n"
-     "                      objects still match their manifest (sizes, ETags); one line per repository\n"
-     "                      (built, unchanged, failed), then a count; exit 1 when any failed\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+     "  --all               REMOTE is a hub prefix: build the manifest of every repository folder under\n"
+     "                      it (models--*, datasets--*, spaces--*; one delimiter listing), skipping those\n"
+     "                      whose objects still match their manifest (sizes, ETags); one line per\n"
+     "                      repository (built, unchanged, failed), then a count; exit 1 when any failed\n"
+     "  -h, --help          this text\n",
+     S3_VARS, NULL},
     {"show", cmd_show, "show [--json] REMOTE",
-     "Prints the stored manifest as a tree, with the layout, revision and totals on the first line. A manifest\n"
-     "that breaks a rule of the format is refused with one line naming the entry and the rule.\n\n"
+     "Prints the stored manifest as a tree, with the layout, revision and totals on the first line. A\n"
+     "manifest that breaks a rule of the format is refused with one line naming the entry and the rule.\n\n"
      "Options:\n"
      "  --json              print the manifest document itself\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+     "  -h, --help          this text\n",
+     S3_VARS, NULL},
     {"verify", cmd_verify, "verify [--deep] REMOTE",
-     "Checks that every file of the stored manifest exists with its size and ETag (one listing). Prints one\n"
-     "line per problem on stderr and a summary on stdout; exit 1 when any check failed.\n\n"
+     "Checks that every file of the stored manifest exists with its size and ETag (one listing). Prints\n"
+     "one line per problem on stderr and a summary on stdout; exit 1 when any check failed.\n\n"
      "Options:\n"
      "  --deep              also stream every object and compare its sha256\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" S3_VARS "\n" EXIT_HELP},
+     "  -h, --help          this text\n",
+     S3_VARS, NULL},
     {"fetch", cmd_fetch, "fetch [--repo NAME]... REMOTE",
      "Warms this machine's cache: fetches the manifest and every file of it (shards first), each verified\n"
-     "against its sha256 and installed atomically; what is cached already is not fetched again. Prints one\n"
-     "summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s; exit 1\n"
-     "when any file failed. Progress is shown when stderr is a terminal. A server started later with the same\n"
-     "HFS3_CACHE_DIR and a REMOTE that resolves to the same endpoint, bucket and prefix (however it is spelled)\n"
-     "can then run with HFS3_OFFLINE=1.\n"
+     "against its sha256 and installed atomically; what is cached already is not fetched again. Prints\n"
+     "one summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s;\n"
+     "exit 1 when any file failed. Progress is shown when stderr is a terminal. A server started later\n"
+     "with the same HFS3_CACHE_DIR and a REMOTE that resolves to the same endpoint, bucket and prefix\n"
+     "(however it is spelled) can then run with HFS3_OFFLINE=1.\n"
      "REMOTE may be a hub prefix (repository folders models--*, datasets--*, spaces--*, each with its own\n"
-     "manifest): then every repository under it is fetched, or only those --repo names. A repository inside a\n"
-     "hub (REMOTE/models--ORG--NAME) also caches the hub's repository list, so that a hub mount of the parent\n"
-     "works offline.\n\n"
+     "manifest): then every repository under it is fetched, or only those --repo names. A repository\n"
+     "inside a hub (REMOTE/models--ORG--NAME) also caches the hub's repository list, so that a hub mount\n"
+     "of the parent works offline.\n\n"
      "Options:\n"
      "  --repo NAME         a hub: fetch only this repository (repeatable)\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" CACHE_VARS S3_VARS "\n" EXIT_HELP},
-    {"cache", cmd_cache,
-     "cache du [--json] [REMOTE] | gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json] | "
-     "verify [--dry-run] [--json]",
-     "Looks after this machine's cache. du: per mount and per model, files, bytes cached and not yet cached,\n"
-     "last use. gc: removes blobs, least recently used first, until the cache is within --max (or\n"
-     "HFS3_CACHE_MAX), or those unused for --older-than DAYS, or --unreferenced ones (in no cached manifest).\n"
-     "verify: re-hashes every blob and removes the bad ones (exit 1 when any was bad). Each blob is handled\n"
-     "under its lock, so other processes may use the cache meanwhile; a blob open in a program keeps working.\n\n"
+     "  -h, --help          this text\n",
+     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_OFFLINE HFS3_CONNECTIONS HFS3_VERIFY_FOREIGN " S3_VARS, NULL},
+    {"cache", cmd_cache, "cache du|gc|verify [OPTIONS]",
+     "Looks after this machine's cache: du shows it, gc removes blobs, verify re-hashes them.\n"
+     "See hfs3-manifest cache du --help, cache gc --help and cache verify --help.\n\n"
+     "Options:\n"
+     "  -h, --help          this text\n",
+     CACHE_VARS, NULL},
+    {"cache du", NULL, "cache du [--json] [REMOTE]",
+     "Shows the cache: files, bytes, budget, free space, what no cached manifest names. Then one line per\n"
+     "cached mount (or only REMOTE's): files, how many are cached and their bytes, bytes not cached yet,\n"
+     "last use; a hub also one line per repository.\n\n"
+     "Options:\n"
+     "  --json              one JSON document on stdout\n"
+     "  -h, --help          this text\n",
+     CACHE_VARS, NULL},
+    {"cache gc", NULL, "cache gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json]",
+     "Removes blobs: the least recently used until the cache is within --max (default HFS3_CACHE_MAX),\n"
+     "those unused for --older-than DAYS, and --unreferenced ones (in no cached manifest). A blob goes if\n"
+     "any option selects it. Each is removed under its lock, so other processes may use the cache\n"
+     "meanwhile; a blob open in a program keeps working. Exit 1 when --max could not be reached.\n\n"
      "Options:\n"
      "  --max SIZE          bytes with K/M/G/T suffixes, or a percentage of the file system\n"
      "  --older-than DAYS   blobs not used for DAYS days\n"
-     "  --unreferenced      blobs no cached manifest names\n"
+     "  --unreferenced      blobs no cached manifest names (one used in the last 5 minutes is kept)\n"
      "  --dry-run           say what would be removed, remove nothing\n"
      "  --json              one JSON document on stdout\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" CACHE_VARS "  HFS3_CACHE_MAX      the cache's budget (SIZE as for --max)\n\n" EXIT_HELP},
+     "  -h, --help          this text\n",
+     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_LOG", NULL},
+    {"cache verify", NULL, "cache verify [--dry-run] [--json]",
+     "Re-hashes every blob and removes those that do not match their name; other users' blobs in a shared\n"
+     "cache are reported, not removed. Exit 1 when any was bad.\n\n"
+     "Options:\n"
+     "  --dry-run           say what would be removed, remove nothing\n"
+     "  --json              one JSON document on stdout\n"
+     "  -h, --help          this text\n",
+     CACHE_VARS, NULL},
     {"status", cmd_status, "status [--json] [REMOTE]",
      "Shows what is cached per mount, the fetches in progress on this machine (file, bytes, rate, which\n"
-     "process), and the last errors (fails/, mounts/*/error).\n\n"
+     "process), and the last errors (fails/, mounts/*/error). It only reads: no lock is taken.\n\n"
      "Options:\n"
      "  --json              one JSON document on stdout\n"
-     "  -h, --help          this text\n\n"
-     "Variables:\n" CACHE_VARS "\n" EXIT_HELP},
+     "  -h, --help          this text\n",
+     CACHE_VARS, NULL},
     {"run", cmd_run, "run [--mount LOCAL=REMOTE]... [--] PROGRAM [ARGS...]",
-     "Runs PROGRAM with libhfs3shim.so preloaded by its absolute path (beside this helper, else the installed\n"
-     "PREFIX/lib) and the mounts appended to HFS3_MOUNTS: no ldconfig or hand-written LD_PRELOAD needed.\n\n"
+     "Runs PROGRAM with libhfs3shim.so preloaded by its absolute path (beside this helper, else the\n"
+     "installed PREFIX/lib) and the mounts appended to HFS3_MOUNTS: no ldconfig or hand-written LD_PRELOAD\n"
+     "needed. HFS3_HELPER is set to this helper when unset. PROGRAM reads the shim's variables\n"
+     "(hfs3-manifest help variables).\n\n"
      "Options:\n"
      "  -m, --mount LOCAL=REMOTE  a mount for PROGRAM (repeatable)\n"
-     "  -h, --help          this text\n\n"
+     "  -h, --help          this text\n",
+     "HFS3_MOUNTS HFS3_HELPER",
      "Exit status: PROGRAM's; 127 PROGRAM not found, 126 it could not be run, 2 a usage error.\n"},
-    {"_index", cmd_index, NULL, NULL},
-    {"_get", cmd_get, NULL, NULL},
-    {"_prefetch", cmd_prefetch, NULL, NULL},
+    {"_index", cmd_index, NULL, NULL, NULL, NULL},
+    {"_get", cmd_get, NULL, NULL, NULL, NULL},
+    {"_prefetch", cmd_prefetch, NULL, NULL, NULL, NULL},
 };
 
 static const char *current = NULL; /* the subcommand running, for the error prefix */
@@ -136,13 +180,43 @@ void cmd_err(const char *fmt, ...)
 static void overview(FILE *out)
 {
     fprintf(out, "usage: hfs3-manifest COMMAND [OPTIONS] REMOTE\n"
-                 "       hfs3-manifest COMMAND --help | --help | --version\n\n"
-                 "Writes and reads the manifests that let libhfs3shim.so show a Hugging Face model folder stored in\n"
-                 "S3 as a local read-only directory, and warms the local cache.\n\nCommands:\n");
+                 "       hfs3-manifest COMMAND --help | help variables | --help | --version\n\n"
+                 "Writes and reads the manifests that let libhfs3shim.so show a Hugging Face model folder\n"
+                 "stored in S3 as a local read-only directory, and warms the local cache.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (commands[i].usage)
+        if (commands[i].usage && strchr(commands[i].name, ' '))
+            fprintf(out, "    %s\n", commands[i].usage);
+        else if (commands[i].usage)
             fprintf(out, "  %s\n", commands[i].usage);
-    fprintf(out, "\n" REMOTE_HELP "\n" EXIT_HELP "See hfs3-manifest(1), hfs3(7) and README.md.\n");
+    fprintf(out, "\n" REMOTE_HELP "\n" EXIT_HELP
+                 "See hfs3-manifest help variables, hfs3-manifest(1), hfs3(7) and docs/reference.md.\n");
+}
+
+/* One "  NAME  meaning" line of vars[]. */
+static void print_var(size_t i)
+{
+    printf("  %-21s %s\n", vars[i].name, vars[i].help);
+}
+
+static void print_vars(const char *names)
+{
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        size_t n = strlen(vars[i].name);
+        for (const char *p = names; (p = strstr(p, vars[i].name)); p += n)
+            if ((p == names || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+                print_var(i);
+                break;
+            }
+    }
+}
+
+static void variables_help(void)
+{
+    printf("Variables hfs3 reads. h: hfs3-manifest, s: libhfs3shim.so (which passes its environment to the\n"
+           "helper it runs), t: tests only. Booleans take 1/0, true/false, yes/no or on/off.\n\n");
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        printf("  %-21s %-3s%s\n", vars[i].name, vars[i].where, vars[i].help);
+    }
 }
 
 void cmd_usage(const char *cmd)
@@ -157,7 +231,10 @@ void cmd_help(const char *cmd)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].help && !strcmp(cmd, commands[i].name)) {
-            printf("usage: hfs3-manifest %s\n\n%s\n%s", commands[i].usage, commands[i].help, REMOTE_HELP);
+            printf("usage: hfs3-manifest %s\n\n%s\n", commands[i].usage, commands[i].help);
+            printf("Variables:\n");
+            print_vars(commands[i].vars);
+            printf("\n%s\n%s", commands[i].exit ? commands[i].exit : EXIT_HELP, REMOTE_HELP);
             return;
         }
 }
@@ -219,6 +296,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            if (!strcmp(argv[2], "variables")) {
+                variables_help();
+                return 0;
+            }
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 if (commands[i].help && !strcmp(argv[2], commands[i].name)) {
                     cmd_help(argv[2]);
@@ -233,7 +314,7 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) {
+        if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
             current = commands[i].name;
             return commands[i].fn(argc - 1, argv + 1);
         }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # t_cli_help.sh - the CLI as people expect it: `--help` of every command (and of the program) on stdout with exit
 # 0, naming what it does, its flags, the variables it reads and the exit codes; --version; usage errors on stderr
-# with exit 2, prefixed "hfs3-manifest CMD:"; the man pages render. No S3 server needed.
+# with exit 2, prefixed "hfs3-manifest CMD:"; the man pages render. Then the reference that cannot drift (issue
+# 24): helper/main.c's tables (commands, options, variables) against the code's variables, both man pages,
+# docs/reference.md and the bash completion; every help line within 100 columns. No S3 server needed.
 set -euo pipefail
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 H=$HFS3_BIN
@@ -24,6 +26,12 @@ done
 grep -q "HFS3_CACHE_DIR" <("$H" fetch --help) || fail "fetch --help names HFS3_CACHE_DIR"
 grep -q "HFS3_OFFLINE" <("$H" fetch --help) || fail "fetch --help names HFS3_OFFLINE"
 grep -q -- "--local DIR" <("$H" build --help) || fail "build --help names --local"
+for sub in du gc verify; do
+  expect_exit 0 "cache $sub --help" "$H" cache "$sub" --help
+  grep -q "^usage: hfs3-manifest cache $sub " "$WORK/out" && grep -q "^Variables:" "$WORK/out" || { cat "$WORK/out"; fail "cache $sub --help"; }
+done
+"$H" status --help | grep -q HFS3_CONNECTIONS && fail "status --help names HFS3_CONNECTIONS, which status does not read"
+"$H" cache gc --help | grep -q HFS3_CACHE_MAX || fail "cache gc --help lacks HFS3_CACHE_MAX"
 ok "every command's --help on stdout with exit 0; usage errors on stderr with exit 2"
 
 expect_exit 0 "--help" "$H" --help
@@ -44,6 +52,61 @@ grep -q "^hfs3-manifest show: nosuch:b/p: remote nosuch: not found in rclone con
 one_line "$WORK/err"
 ok "--help, --version, unknown commands, unknown remotes and bad values"
 
+# One source for commands, options and variables: the tables of helper/main.c, which --help prints. The man
+# pages, docs/reference.md and the bash completion are checked against it, and it against the code: a variable
+# the code reads that the docs lack fails here.
+R=$HFS3_ROOT
+"$H" --help >"$WORK/overview"
+cmds=$(sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\).*/\1/p' "$WORK/overview")
+subs=$(sed -n '/^Commands:/,/^$/s/^    \([a-z][a-z-]*\) \([a-z][a-z-]*\).*/\1 \2/p' "$WORK/overview")
+[ -n "$cmds" ] && [ -n "$subs" ] || fail "--help lists no commands"
+"$H" help variables >"$WORK/vars" || fail "help variables"
+sed 's/\\-/-/g' "$R/docs/hfs3-manifest.1" >"$WORK/man1"
+sed 's/\\-/-/g' "$R/docs/hfs3.7" >"$WORK/man7"
+long=""
+for c in "" $cmds "cache du" "cache gc" "cache verify" "help variables"; do
+  if [ "${c%% *}" = help ]; then out=$("$H" $c); else out=$("$H" $c --help); fi
+  long+=$(awk -v c="$c" 'length > 100 {print c ": " length ": " $0}' <<<"$out")
+done
+[ -z "$long" ] || fail "help lines over 100 columns: $long"
+vars=$(awk '/^  HFS3_/ {print $1 ":" $2}' "$WORK/vars")
+code=$(cd "$R" && grep -rhoE '"HFS3_[A-Z0-9_]+' lib shim helper include --exclude=main.c | tr -d '"' | sort -u)
+for v in $code; do grep -q "^$v:" <<<"$vars" || fail "$v is read by the code but not in helper/main.c's vars[] (help variables)"; done
+for vw in $vars; do
+  v=${vw%%:*} w=${vw#*:}
+  inh=$(cd "$R" && grep -rlE "\"$v\b" lib helper include --exclude=main.c | head -1 || true)
+  ins=$(cd "$R" && grep -rlE "\"$v\b" shim | head -1 || true)
+  case "$w" in *t*) ;; *)
+    if [ -n "$inh" ] && [ "$w" = "${w#*h}" ]; then fail "$v: read by the helper ($inh) but vars[] says '$w'"; fi
+    if [ -z "$inh" ] && [ "$w" != "${w#*h}" ]; then fail "$v: vars[] says the helper reads it; nothing in lib/ or helper/ does"; fi
+    if [ -n "$ins" ] && [ "$w" = "${w#*s}" ]; then fail "$v: read by the shim ($ins) but vars[] says '$w'"; fi
+    if [ -z "$ins" ] && [ "$w" != "${w#*s}" ]; then fail "$v: vars[] says the shim reads it; nothing in shim/ does"; fi
+    grep -q "\b$v\b" "$WORK/man7" || fail "$v is not in hfs3(7)"
+    if [ "$w" != "${w#*h}" ]; then grep -q "\b$v\b" "$WORK/man1" || fail "$v is not in hfs3-manifest(1)"; fi ;;
+  esac
+  grep -q "\b$v\b" "$R/docs/reference.md" || fail "$v is not in docs/reference.md"
+done
+comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _hfs3_manifest; echo "${COMPREPLY[*]}"' _ \
+  "$R/scripts/hfs3-manifest.bash-completion" "$H" "$@"; }
+for c in $cmds; do
+  grep -q "^\.B hfs3-manifest $c\b" "$WORK/man1" || fail "hfs3-manifest(1) SYNOPSIS lacks $c"
+  grep -q "hfs3-manifest $c\b" "$R/docs/reference.md" || fail "docs/reference.md lacks hfs3-manifest $c"
+  grep -qw -- "$c" <<<"$(comp "${c:0:2}")" || fail "completion of '${c:0:2}' lacks $c: $(comp "${c:0:2}")"
+done
+for s in $(sed -n 's/^cache //p' <<<"$subs"); do
+  grep -qw -- "$s" <<<"$(comp cache "")" || fail "completion of 'cache ' lacks $s"
+done
+while read -r c; do
+  flags=$("$H" $c --help | sed -n '/^Options:/,/^$/s/^  \(-.*\)/\1/p' | sed 's/  .*//' | grep -o -- '-[-a-zA-Z]*' | grep -vx -e -h -e --help || true)
+  got=$(comp $c -)
+  for f in $flags; do
+    grep -q -- "$f\b" "$WORK/man1" || fail "hfs3-manifest(1) lacks $c $f"
+    grep -q -- "$f\b" "$R/docs/reference.md" || fail "docs/reference.md lacks $c $f"
+    grep -qw -- "$f" <<<"$got" || fail "completion of '$c -' lacks $f: $got"
+  done
+done < <(printf '%s\n' $cmds; printf '%s\n' "$subs")
+ok "commands, options and variables: --help (lines within 100 columns), help variables, the code, both man pages, docs/reference.md and the completion agree"
+
 if command -v man >/dev/null || command -v groff >/dev/null; then
   for page in docs/hfs3-manifest.1 docs/hfs3.7; do
     if command -v man >/dev/null; then out=$(MANWIDTH=100 man -l "$HFS3_ROOT/$page" 2>"$WORK/manerr")
@@ -63,6 +126,7 @@ make -s --no-print-directory -C "$HFS3_ROOT" install BUILD="$BUILD" DESTDIR="$WO
 S=$WORK/root$prefix/share
 [ -f "$S/man/man1/hfs3-manifest.1" ] && [ -f "$S/man/man7/hfs3.7" ] || fail "man pages not installed"
 [ -f "$S/bash-completion/completions/hfs3-manifest" ] || fail "bash completion not installed"
+export PATH=$WORK/root$prefix/bin:$PATH
 words=$(bash -c 'source "$1"; COMP_WORDS=(hfs3-manifest build --la); COMP_CWORD=2; _hfs3_manifest; echo "${COMPREPLY[*]}"' _ "$S/bash-completion/completions/hfs3-manifest")
 [ "$words" = "--layout" ] || fail "completion of 'build --la': '$words'"
 words=$(bash -c 'source "$1"; COMP_WORDS=(hfs3-manifest build --layout h); COMP_CWORD=3; _hfs3_manifest; echo "${COMPREPLY[*]}"' _ "$S/bash-completion/completions/hfs3-manifest")
