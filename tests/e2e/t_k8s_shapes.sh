@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_k8s_shapes.sh - the Kubernetes manifest of README.md, run as written (its Secret's endpoint and keys swapped
-# for the test server's, vllm for a loader that compares every file), then the shapes of docs/cache.md
+# for the test server's, vllm for a loader that compares every file), then docs/cache.md's hub pod the same way, then the shapes of docs/cache.md
 # "On Kubernetes", reproduced with kubelet's modes: a pod-wide volume is a
 # mount (a tmpfs here, as emptyDir medium: Memory; a bind mount for hostPath), mode 0777 root:root, or 2777
 # root:FSGROUP with an fsGroup; HFS3_CACHE_DIR names a folder inside it that does not exist yet. An init step
@@ -73,12 +73,17 @@ mode_of() { stat -c '%u:%g %a' "$1"; }
 py=/usr/bin/python3
 "$py" -c 'import yaml' 2>/dev/null || py=$HFS3_ROOT/.venv/bin/python
 "$py" -c 'import yaml' 2>/dev/null || { echo "skip: no python with yaml (python3-yaml)"; exit 0; }
-awk '/^<!-- k8s-manifest:/ {f=1; next} f && /^```/ {if (n++) exit; next} f' "$HFS3_ROOT/README.md" >"$WORK/pod.yaml"
+# yaml_after FILE MARKER: the yaml block after the line '<!-- MARKER:' in FILE
+yaml_after() { awk -v m="<!-- $2:" 'index($0, m) == 1 {f=1; next} f && /^```/ {if (n++) exit; next} f' "$1"; }
+yaml_after "$HFS3_ROOT/README.md" k8s-manifest >"$WORK/pod.yaml"
 [ -s "$WORK/pod.yaml" ] || fail "README.md: no yaml block after the '<!-- k8s-manifest:' marker"
-"$py" - "$WORK/pod.yaml" >"$WORK/pod.sh" <<'PY' || fail "README.md's manifest: $(cat "$WORK/pod.sh")"
+# parse POD.yaml [SECRETS.yaml]: shell variables for the pod's ids, its volume and each container (the Secrets
+# of both files through envFrom)
+cat >"$WORK/parse.py" <<'PY'
 import shlex, sys, yaml
 docs = list(yaml.safe_load_all(open(sys.argv[1])))
-secrets = {d["metadata"]["name"]: d["stringData"] for d in docs if d["kind"] == "Secret"}
+other = [d for f in sys.argv[2:] for d in yaml.safe_load_all(open(f))]
+secrets = {d["metadata"]["name"]: d["stringData"] for d in docs + other if d["kind"] == "Secret"}
 pod, = [d for d in docs if d["kind"] == "Pod"]
 spec = pod["spec"]
 sc = spec["securityContext"]
@@ -100,6 +105,7 @@ server, = spec["containers"]
 container("INIT", init)
 container("SRV", server)
 PY
+"$py" "$WORK/parse.py" "$WORK/pod.yaml" >"$WORK/pod.sh" || fail "README.md's manifest: $(cat "$WORK/pod.sh")"
 source "$WORK/pod.sh"
 [ "${INIT_CMD[0]} ${INIT_CMD[1]}" = "hfs3-manifest fetch" ] || fail "README init container: ${INIT_CMD[*]}"
 n=${#SRV_CMD[@]}
@@ -136,6 +142,57 @@ in_pod "${senv[@]}" "$HFS3_BIN" "${SRV_CMD[@]:1:4}" /usr/bin/python3 "$WORK/load
 grep -q "loaded 4 files" "$WORK/out" || fail "README server loaded: $(cat "$WORK/out")"
 printf '%s\n' "${senv[@]}" | grep -qx HFS3_OFFLINE=1 || fail "README: the server is not offline"
 ok "README.md's Kubernetes manifest as written: init fetch, then an offline server through run (uid $P_UID)"
+
+# 0b. docs/cache.md's hub pod, as written (the README's Secret): a hub of two repositories built with build --all;
+# the init container fetches one; the offline server mounts the whole hub and loads the repository by its name,
+# the huggingface_hub offline way (HF_HUB_CACHE, refs/main, snapshots/<rev>/), vllm swapped for a loader
+yaml_after "$HFS3_ROOT/docs/cache.md" k8s-hub >"$WORK/hub.yaml"
+[ -s "$WORK/hub.yaml" ] || fail "docs/cache.md: no yaml block after the '<!-- k8s-hub:' marker"
+"$py" "$WORK/parse.py" "$WORK/hub.yaml" "$WORK/pod.yaml" >"$WORK/hub.sh" || fail "docs/cache.md's hub pod: $(cat "$WORK/hub.sh")"
+source "$WORK/hub.sh"
+[ "${INIT_CMD[0]} ${INIT_CMD[1]} ${#INIT_CMD[@]}" = "hfs3-manifest fetch 3" ] || fail "hub pod init container: ${INIT_CMD[*]}"
+[ "${SRV_CMD[0]} ${SRV_CMD[1]} ${SRV_CMD[2]} ${SRV_CMD[4]} ${SRV_CMD[5]} ${SRV_CMD[6]} ${#SRV_CMD[@]}" = "hfs3-manifest run --mount -- vllm serve 8" ] ||
+  fail "hub pod server: ${SRV_CMD[*]}"
+hub_local=${SRV_CMD[3]%%=*} hub=${SRV_CMD[3]#*=} repo_id=${SRV_CMD[7]}
+repo=models--${repo_id//\//--}
+[ "${INIT_CMD[2]}" = "$hub/$repo" ] || fail "hub pod: init fetches ${INIT_CMD[2]}, the server serves $repo_id from $hub"
+printf '%s\n' "${SRV_ENV[@]}" | grep -qx "HF_HUB_CACHE=$hub_local" || fail "hub pod: HF_HUB_CACHE is not the hub's mount $hub_local"
+[ "${hub%%:*}" = "$rname" ] || fail "hub pod: remote ${hub%%:*}, the README's Secret defines $rname"
+hub_path=${hub#*:}
+gen() { python3 "$HFS3_ROOT/scripts/gen_model.py" "$@" >/dev/null; }
+gen hf-cache "$WORK/hubsrc/$repo" --shards 0.2,0.1 --seed 41
+gen hf-cache "$WORK/hubsrc/models--org--other" --shards 0.1 --seed 42
+chmod -R a+rX "$WORK/hubsrc"
+for r in "$repo" models--org--other; do rclone copy --links "$WORK/hubsrc/$r" "s3test:$hub_path/$r"; done
+"$HFS3_BIN" build --all "s3test:$hub_path" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "build --all the hub pod's hub"; }
+cat >"$WORK/hubload.py" <<'PY'
+import os, sys
+hub, repo_id, src = os.environ["HF_HUB_CACHE"], sys.argv[1], sys.argv[2]
+d = os.path.join(hub, "models--" + repo_id.replace("/", "--"))
+rev = open(os.path.join(d, "refs", "main")).read().strip()
+snap, ref = os.path.join(d, "snapshots", rev), os.path.join(src, "snapshots", rev)
+n = 0
+for f in sorted(os.listdir(ref)):
+    with open(os.path.join(snap, f), "rb") as a, open(os.path.join(ref, f), "rb") as b:
+        if a.read() != b.read():
+            sys.exit("differs: " + f)
+    n += 1
+print("hub", " ".join(sorted(os.listdir(hub))), "loaded", n, "files of", repo_id)
+PY
+v=$(volume hub "$([ -n "$P_FSGROUP" ] && echo 2777 || echo 0777)" $P_FSGROUP)
+mapfile -d '' ienv < <(pod_env "${INIT_ENV[@]}")
+mapfile -d '' senv < <(pod_env "${SRV_ENV[@]}")
+[ "$INIT_MNT" = "$SRV_MNT" ] || fail "hub pod: the containers mount the cache at $INIT_MNT and $SRV_MNT"
+printf '%s\n' "${ienv[@]}" | grep -q "^HFS3_CACHE_DIR=$v/" || fail "hub pod: HFS3_CACHE_DIR is not inside the volume"
+groups=(--clear-groups); [ -z "$P_FSGROUP" ] || groups=(--groups="$P_FSGROUP")
+in_pod "${ienv[@]}" "$HFS3_BIN" "${INIT_CMD[@]:1}" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "hub pod init container"; }
+in_pod "${senv[@]}" "$HFS3_BIN" "${SRV_CMD[@]:1:4}" /usr/bin/python3 "$WORK/hubload.py" "$repo_id" "$WORK/hubsrc/$repo" \
+  >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "hub pod server container"; }
+n=$(ls "$WORK/hubsrc/$repo/snapshots/$(cat "$WORK/hubsrc/$repo/refs/main")" | wc -l)
+want=$(printf '%s\n' models--org--other "$repo" | LC_ALL=C sort | tr '\n' ' ')
+grep -qx "hub ${want}loaded $n files of $repo_id" "$WORK/out" || fail "hub pod server: $(cat "$WORK/out")"
+printf '%s\n' "${senv[@]}" | grep -qx HFS3_OFFLINE=1 || fail "hub pod: the server is not offline"
+ok "docs/cache.md's hub pod as written: init fetches $repo, the offline server lists the hub and loads $repo_id ($n files)"
 
 # 1. emptyDir, fsGroup 2000: init container as root, server uid 1000 in group 2000
 v=$(volume fsg-root 2777 $FSGROUP)
