@@ -44,7 +44,8 @@ try=$(block '^## Try it' 2)
 grep -q '^source scripts/s3env.sh && s3env_start /tmp/hfs3-try' <<<"$try" || fail "Try it: $try"
 try=${try//\/tmp\/hfs3-try/$WORK/try}; try=${try//.\/my-model/$WORK/my-model}; try=${try//build\/bin\//$bin/}
 python3 "$HFS3_ROOT/scripts/gen_model.py" flat "$WORK/my-model" --shards 0.2 --seed 51 >/dev/null
-out=$(cd "$HFS3_ROOT" && bash -euo pipefail -c "$try" 2>&1) || { echo "$out"; fail "Try it"; }
+# (a trap first, so that a failing step does not leave the block's server running)
+out=$(cd "$HFS3_ROOT" && bash -euo pipefail -c "trap 's3env_stop 2>/dev/null || true' EXIT; $try" 2>&1) || { echo "$out"; fail "Try it"; }
 grep -q " config.json$" <<<"$out" && grep -q " model-00001-of-00001.safetensors$" <<<"$out" || { echo "$out"; fail "Try it: ls -l /models/m"; }
 ok "Try it: s3env_start, rclone copy, build, run ... ls -l /models/m, s3env_stop, as written"
 
