@@ -202,11 +202,15 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
             *slash = 0;
         /* a directory this thread found unguarded lately, when nothing but the directory matters: one fstatat */
         struct stat ds;
-        int memo = !whole && held < 0 &&
-                   (how != SH_W_OPEN || (oflags & O_NOFOLLOW) || (oflags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) &&
+        int link = how == SH_W_OPEN && !(oflags & O_NOFOLLOW) && (oflags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+        int memo = !whole && held < 0 && (!link || path[strlen(path) - 1] != '/') &&
                    sh_r.fstatat(dirfd, dir, &ds, 0) == 0;
-        if (memo && memo_has(&ds))
-            break;
+        if (memo && memo_has(&ds)) {
+            /* the entry's own symlink, if it is one, is still to be followed (fopen: no O_NOFOLLOW to add) */
+            if (!link || (hit = open_through_link(dirfd, path, oflags, t)) != 2)
+                break;
+            hit = memo = 0; /* a dangling symlink: followed below */
+        }
         int fl = O_PATH | O_CLOEXEC | (!whole ? O_DIRECTORY : how == SH_W_NOFOLLOW ? O_NOFOLLOW : 0);
         int fd = sh_r.openat(held >= 0 ? held : dirfd, dir, fl);
         if (fd < 0)
@@ -222,8 +226,7 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
         } else if (hit && !whole && how == SH_W_OPEN)
             hit = !open_existing_ok(fd, base, oflags);
         ssize_t k;
-        if (!hit && !whole && how == SH_W_OPEN && !(oflags & O_NOFOLLOW) &&
-            (oflags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) && (hit = open_through_link(fd, base, oflags, t)) == 2) {
+        if (!hit && !whole && link && (hit = open_through_link(fd, base, oflags, t)) == 2) {
             hit = 0;
             if ((k = REAL(readlinkat, ssize_t(*)(int, const char *, char *, size_t))(fd, base, t->d, SH_SCR - 1)) > 0) {
                 /* a dangling symlink: the kernel creates its target, relative to the link's directory */
