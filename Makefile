@@ -47,6 +47,8 @@ HELPER_SOBJ := $(HELPER_SRC:%.c=$(BUILD)/san/%.o)
 # inside the shim itself), only the interposers exported.
 SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPIC -fvisibility=hidden -Iinclude \
                $(WARN) -O2 -g -DHFS3_INSTALLED_HELPER='"$(PREFIX)/bin/hfs3-manifest"'
+# the shim recognises the helper by this symbol (its write guard stays off there: helper/main.c)
+HELPER_LDFLAGS := -Wl,--export-dynamic-symbol=hfs3_helper_process
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
 .PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install uninstall clean deps FORCE
@@ -68,7 +70,7 @@ $(BUILD)/libhfs3-san.a: $(LIB_SOBJ)
 
 $(HELPER): $(HELPER_OBJ) $(BUILD)/libhfs3.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(HELPER_OBJ) $(BUILD)/libhfs3.a $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $(HELPER_OBJ) $(BUILD)/libhfs3.a $(LIBS) $(HELPER_LDFLAGS)
 
 # The shim compiles in where `make install` puts the helper: rebuild it when PREFIX changes.
 $(BUILD)/prefix.stamp: FORCE
@@ -82,7 +84,7 @@ $(BUILD)/obj/helper/cmd_run.o $(BUILD)/san/helper/cmd_run.o: $(BUILD)/prefix.sta
 
 $(HELPER_SAN): $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a
 	@mkdir -p $(dir $@)
-	$(CC) -O1 -g $(SAN) -o $@ $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a $(LIBS)
+	$(CC) -O1 -g $(SAN) -o $@ $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a $(LIBS) $(HELPER_LDFLAGS)
 
 $(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)

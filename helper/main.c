@@ -11,6 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The shim, when it is loaded into this program too (a global LD_PRELOAD, or a run under `hfs3-manifest run` that
+ * starts the helper), finds this symbol and keeps its write guard off: the helper writes the cache. Exported by the
+ * link (Makefile: --export-dynamic-symbol). */
+__attribute__((visibility("default"), used)) const int hfs3_helper_process = 1;
+
 #define REMOTE_HELP                                                                                    \
     "REMOTE is name:bucket/prefix (an rclone remote from $RCLONE_CONFIG, else the first existing of\n" \
     "$XDG_CONFIG_HOME/rclone/rclone.conf, ~/.config/rclone/rclone.conf, ~/.rclone.conf, each key\n"    \

@@ -21,6 +21,7 @@
 struct sh_real sh_r;
 struct sh_mount *sh_mounts;
 int sh_nmounts;
+int sh_wguard_on;
 char sh_cache[SH_PATH];
 
 char sh_helper_env[SH_PATH];
@@ -242,6 +243,9 @@ static void init_once_fn(void)
     sh_r.access = REAL(access, int (*)(const char *, int));
     sh_r.fcntl = REAL(fcntl, int (*)(int, int, ...));
     parse_env();
+    /* the helper (hfs3-manifest exports this symbol) writes the cache: under a global LD_PRELOAD, or started by a
+     * program that runs under the shim, its writes are not the host program's */
+    sh_wguard_on = sh_nmounts > 0 && !dlsym(RTLD_DEFAULT, "hfs3_helper_process");
     sh_filter_build();
     pthread_atfork(NULL, NULL, after_fork_child);
 }

@@ -151,15 +151,18 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         /* the answers of a read-only file system, in the kernel's order (t_shim_kernel.sh compares) */
         struct stat st;
         int rc = sh_stat(l, !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)), &st);
-        if (rc == -ENOENT && (flags & O_CREAT))
-            return -EROFS;
+        if ((flags & O_CREAT) && (rc == -ENOENT || (rc == 0 && l->slash))) {
+            int ce = sh_create_err(l, SH_C_OPEN); /* the parent's lookup, EISDIR, ENAMETOOLONG, EROFS */
+            if (ce != EEXIST)
+                return -ce;
+        }
         if (rc < 0)
             return rc;
         if ((flags & O_CREAT) && (flags & O_EXCL))
             return -EEXIST;
         int writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-        if (S_ISDIR(st.st_mode) && writes)
-            return -EISDIR;
+        if (S_ISDIR(st.st_mode) && (writes || (flags & O_CREAT)))
+            return -EISDIR; /* the kernel's answer to O_CREAT on a directory too */
         if (writes)
             return -EROFS;
         flags &= ~(O_CREAT | O_APPEND);   /* an existing file, read only: what the kernel allows */

@@ -284,19 +284,35 @@ int sh_classify_abs(const char *path, struct sh_loc *l);
  * SH_W_OPEN an open with write, create or truncate flags oflags. */
 enum { SH_W_PARENT = 0, SH_W_CREATE = 1, SH_W_FOLLOW = 2, SH_W_NOFOLLOW = 3, SH_W_OPEN = 4 };
 /* 1 when the kernel resolves path (relative to dirfd) so that the call would write into a directory of a mount's
- * skeleton (CACHE/mounts/<key>/tree...) or a synthesized ancestor (CACHE/mounts/ancestors...): the caller then
- * fails with EROFS. The spelling does not matter (/proc/self/fd/N, a cwd or dirfd there, symlinks). errno kept. */
+ * skeleton (CACHE/mounts/<key>/tree...), a synthesized ancestor (CACHE/mounts/ancestors...) or the blobs
+ * (CACHE/blobs, a blob), or a real directory at a mount's path: the caller then fails with EROFS (EXDEV for a
+ * link's source). Without /proc, decided by the objects' identities (wguard.c). The spelling does not matter (/proc/self/fd/N, a cwd or dirfd there, symlinks). errno kept. */
 int sh_wguard_slow(int dirfd, const char *path, int how, int oflags);
-/* 1 when fd is open on such a directory, or on something in one (fchmod, fchown, futimens, fsetxattr). */
+/* 1 when fd is open on such a directory, or on something in one (fchmod, fchown, futimens, fsetxattr), or on a
+ * blob. */
 int sh_wguard_fd_slow(int fd);
-/* Nothing to check (no call) when no mount is configured. */
+/* What a write call would create, for the kernel's errno on a read-only file system: SH_C_DIR a directory
+ * (mkdir: a trailing slash is fine), SH_C_OPEN a file by open(O_CREAT), SH_C_NODE anything else (symlink, mknod,
+ * mkfifo, link's destination, bind), SH_C_LOOKUP nothing (an open without O_CREAT), SH_C_PARENT nothing: only the
+ * parent's lookup counts (rename). */
+enum { SH_C_DIR = 0, SH_C_OPEN = 1, SH_C_NODE = 2, SH_C_LOOKUP = 3, SH_C_PARENT = 4 };
+/* The kernel's errno for creating the entry l (a mount's path or a synthesized ancestor's) on a read-only file
+ * system: ENOENT/ENOTDIR (its parent), EISDIR, ENAMETOOLONG, EEXIST, ENOENT, EROFS; for SH_C_PARENT 0 when the
+ * parent is a directory. */
+int sh_create_err(const struct sh_loc *l, int kind);
+/* For a path outside the mounts whose real call failed with ENOENT: when its parent (by spelling) is a synthesized
+ * ancestor of a mount (/models for /models/new, not on disk), the kernel's errno there (EROFS, ENAMETOOLONG,
+ * EISDIR, ENOENT; SH_C_PARENT: EROFS); 0 otherwise (the real errno stands). */
+int sh_anc_create_err(int dirfd, const char *path, int kind);
+/* 1 when mounts are configured and this process is not the helper (init.c): nothing to check (no call) otherwise. */
+extern int sh_wguard_on;
 static inline int sh_wguard(int dirfd, const char *path, int how, int oflags)
 {
-    return __builtin_expect(sh_nmounts > 0, 0) && sh_wguard_slow(dirfd, path, how, oflags);
+    return __builtin_expect(sh_wguard_on, 0) && sh_wguard_slow(dirfd, path, how, oflags);
 }
 static inline int sh_wguard_fd(int fd)
 {
-    return __builtin_expect(sh_nmounts > 0, 0) && sh_wguard_fd_slow(fd);
+    return __builtin_expect(sh_wguard_on, 0) && sh_wguard_fd_slow(fd);
 }
 
 /* --- cachedir.c: where the cache is ------------------------------------------------------------------ */

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/statfs.h>
 #include <sys/time.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
@@ -114,13 +117,67 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
 /* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
 #define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
 
-static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
+/* A write-open while the write guard is on (sh_wguard_on). Outside the mounts the real call gets O_NOFOLLOW added,
+ * so that the guard need not look at the last component: a symlink there (a /proc/self/fd/N magic link included)
+ * gives ELOOP, and then the guard follows it and the real call runs as asked. */
+static __attribute__((noinline)) int open_w(int dirfd, const char *path, int flags, mode_t mode, int e)
 {
-    int e = errno;
-    if (__builtin_expect(flags & OPEN_WRITES, 0) && sh_wguard(dirfd, path, SH_W_OPEN, flags)) {
+    if ((flags & (O_CREAT | O_DIRECTORY)) == (O_CREAT | O_DIRECTORY)) {
+        /* the kernel's own verdict on the flags (EINVAL since Linux 6.4), taken before any lookup: ask it */
+        int pf = sh_r.openat(AT_FDCWD, "", flags, 0);
+        if (pf >= 0)
+            sh_r.close(pf);
+        else if (errno == EINVAL)
+            return -1;
+        errno = e;
+    }
+    int out = sh_outside(dirfd, path);
+    if (!out) { /* beside the mounts (a name under the same first directory): the same as outside */
+        SH_LOC(l);
+        out = sh_classify(dirfd, path, &l) == L_NONE;
+    }
+    int nf = out && !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ? O_NOFOLLOW : 0;
+    if (sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
         errno = EROFS;
         return -1;
     }
+    int fd, ae;
+    if (!out) {
+        fd = open_slow(dirfd, path, flags, mode, e, 0);
+        if (fd < 0 && errno == ENOENT &&
+            (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP)))
+            errno = ae;
+        return fd;
+    }
+    fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags | nf, mode)
+                               : REAL(openat64, openat_fn)(dirfd, path, flags | nf, mode);
+    if (fd < 0 && nf && errno == ELOOP) {
+        if (sh_wguard_slow(dirfd, path, SH_W_OPEN, flags)) {
+            errno = EROFS;
+            return -1;
+        }
+        errno = e;
+        fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
+                               : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
+    }
+    if (fd >= 0) {
+        sh_fd_forget(fd);
+        return fd;
+    }
+    if (errno == ENOENT && (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
+        errno = ae;
+        return -1;
+    }
+    if (!SH_FALLBACK_ERR(errno))
+        return fd;
+    return open_slow(dirfd, path, flags, mode, e, 1);
+}
+
+static inline __attribute__((always_inline)) int do_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int e = errno;
+    if (__builtin_expect(flags & OPEN_WRITES, 0) && __builtin_expect(sh_wguard_on, 0))
+        return open_w(dirfd, path, flags, mode, e);
     if (__builtin_expect(!sh_outside(dirfd, path), 0))
         return open_slow(dirfd, path, flags, mode, e, 0);
     int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
@@ -232,9 +289,23 @@ static void *wrap_fdopen(int fd, const void *mode)
     return fdopen(fd, mode);
 }
 
+/* A writing mode on a mount path: the kernel's answer on a read-only file system (sh_open's: EISDIR for a
+ * directory, ENOENT, EEXIST for "x", EROFS). */
+static int fopen_ours_err(const struct sh_loc *l, const char *mode)
+{
+    int fd = sh_open(l, fmode_oflags(mode) | O_CLOEXEC, 0666);
+    if (fd >= 0) { /* not expected: every writing flag is refused there */
+        sh_fd_drop(fd);
+        fd = -EROFS;
+    }
+    return fd;
+}
+
 static FILE *fopen_ours(const struct sh_loc *l, const char *mode, int e)
 {
     int fl = fmode_flags(mode);
+    if (fl == -EROFS)
+        fl = fopen_ours_err(l, mode);
     if (fl < 0) {
         errno = -fl;
         return NULL;
@@ -250,12 +321,18 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     SH_LOC(l);
     int e = errno;
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
-        if (sh_nmounts > 0 && fopen_refused(path, mode))
+        if (sh_wguard_on && fopen_refused(path, mode))
             return NULL;
         FILE *f = real(path, mode);
         if (f) {
             sh_fd_forget(fileno(f));
             return f;
+        }
+        int ae;
+        if (errno == ENOENT && sh_wguard_on &&
+            (ae = sh_anc_create_err(AT_FDCWD, path, (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
+            errno = ae;
+            return NULL;
         }
         if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
             return f;
@@ -274,8 +351,16 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
     SH_LOC(l);
     int e = errno;
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
-        if (path && sh_nmounts > 0 && fopen_refused(path, mode))
+        if (path && sh_wguard_on && fopen_refused(path, mode))
             return NULL;
+        /* no path: glibc reopens /proc/self/fd/N itself (an internal open the shim does not see); a stream on a
+         * blob (a file opened in a mount) or in the skeleton is not reopened for writing: EROFS, as the kernel's
+         * on a read-only file system, and the stream is left as it was (glibc would have closed it) */
+        if (!path && stream && (fmode_oflags(mode) & OPEN_WRITES) &&
+            sh_wguard(fileno(stream), "", SH_W_FOLLOW, AT_EMPTY_PATH)) {
+            errno = EROFS;
+            return NULL;
+        }
         FILE *f = real(path, mode, stream);
         if (f || !path || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
             if (f)
@@ -284,7 +369,7 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
         }
     }
     int fl = fmode_flags(mode);
-    int fd = fl < 0 ? fl : sh_open(&l, fl, 0);
+    int fd = fl == -EROFS ? fopen_ours_err(&l, mode) : fl < 0 ? fl : sh_open(&l, fl, 0);
     if (fd < 0) {
         errno = -fd;
         return NULL;
@@ -746,19 +831,46 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 
 /* fchmodat, fchownat, utimensat: the object, its last symlink followed unless flags say not */
 #define AT_HOW(f) (((f) & AT_SYMLINK_NOFOLLOW) ? SH_W_NOFOLLOW : SH_W_FOLLOW)
+/* linkat: its source's last symlink is followed only with AT_SYMLINK_FOLLOW */
+#define AT_HOW_LINK(f) (((f) & AT_SYMLINK_FOLLOW) ? SH_W_FOLLOW : SH_W_NOFOLLOW)
 
-static int in_mount(int d, const char *p)
+/* rename and link between a mount (its path, or whatever the kernel resolves into a mount or the cache: sh_wguard)
+ * and elsewhere: the kernel's answers with a read-only mount there. rename: EXDEV across its edge, EROFS within.
+ * link: EROFS into it (its destination is created first), EXDEV out of it (a blob hard-linked out, by
+ * /proc/self/fd/N with AT_SYMLINK_FOLLOW or a descriptor with AT_EMPTY_PATH, could be opened for writing there).
+ * H1: how the source is guarded, with the flags F1. 0 or the errno. */
+static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p2, int h2, int islink)
 {
-    SH_LOC(l);
-    return !sh_outside(d, p) && sh_classify(d, p, &l) != L_NONE && !anc_real(&l);
+    SH_LOC(l1);
+    SH_LOC(l2);
+    int m1 = !sh_outside(d1, p1) && sh_classify(d1, p1, &l1) != L_NONE && !anc_real(&l1);
+    int m2 = !sh_outside(d2, p2) && sh_classify(d2, p2, &l2) != L_NONE && !anc_real(&l2);
+    int pe;
+    if (islink) { /* the kernel's order: the source's lookup, the destination's create, then EXDEV */
+        struct stat st;
+        if (m1 && (pe = sh_stat(&l1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st)) < 0)
+            return -pe;
+        if (m2)
+            return sh_create_err(&l2, SH_C_NODE);
+        if ((pe = sh_anc_create_err(d2, p2, SH_C_NODE)) || sh_wguard(d2, p2, h2, 0))
+            return pe ? pe : EROFS;
+        return m1 || sh_wguard(d1, p1, h1, f1) ? EXDEV : 0;
+    }
+    /* rename: both parents' lookups, then EXDEV across the edge, EROFS within */
+    if ((m1 && (pe = sh_create_err(&l1, SH_C_PARENT))) || (m2 && (pe = sh_create_err(&l2, SH_C_PARENT))))
+        return pe;
+    int a = m1 || sh_anc_create_err(d1, p1, SH_C_PARENT) || sh_wguard(d1, p1, h1, f1);
+    int b = m2 || sh_anc_create_err(d2, p2, SH_C_PARENT) || sh_wguard(d2, p2, h2, 0);
+    if (!a && !b)
+        return 0;
+    return a && b ? EROFS : EXDEV;
 }
 
-/* H1: how the source is guarded (sh_wguard), -1 not at all (link's source is not written to) */
-#define RO2(D1, P1, H1, D2, P2, H2, REALEXPR)                                                               \
+#define RO2(D1, P1, H1, F1, D2, P2, H2, ISLINK, REALEXPR)                                                   \
     do {                                                                                                    \
-        if (in_mount(D1, P1) || in_mount(D2, P2) || ((H1) >= 0 && sh_wguard(D1, P1, (H1), 0)) ||            \
-            sh_wguard(D2, P2, (H2), 0)) {                                                                   \
-            errno = EROFS;                                                                                  \
+        int err_ = ro2_err(D1, P1, H1, F1, D2, P2, H2, ISLINK);                                             \
+        if (err_) {                                                                                         \
+            errno = err_;                                                                                   \
             return -1;                                                                                      \
         }                                                                                                   \
         return REALEXPR;                                                                                    \
@@ -774,10 +886,32 @@ static int in_mount(int d, const char *p)
         return REALEXPR;                                                                                    \
     } while (0)
 
-SH_EXPORT int mkdir(const char *p, mode_t m) { RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
+/* After a create outside the mounts failed with ENOENT: the kernel's answer when its parent is a synthesized
+ * ancestor (sh_anc_create_err); errno as the real call left it otherwise. rv is returned. */
+static int create_real(int d, const char *p, int kind, int rv)
+{
+    int ae;
+    if (rv < 0 && errno == ENOENT && sh_wguard_on && (ae = sh_anc_create_err(d, p, kind)))
+        errno = ae;
+    return rv;
+}
+
+/* A create: the real call unless the path is a mount's (the kernel's answer there: create_err) or the kernel
+ * resolves it into one or into the cache (EROFS, or EEXIST from the real call for an entry there). */
+#define RO_CREATE(DIRFD, P, REALEXPR) RO_CREATE_K(DIRFD, P, SH_C_NODE, REALEXPR)
+#define RO_CREATE_K(DIRFD, P, KIND, REALEXPR)                                                               \
+    WITH_LOC(DIRFD, P, create_real(DIRFD, P, KIND, GUARDED(DIRFD, P, SH_W_CREATE, 0, REALEXPR)), rv_ < 0, { \
+        if (anc_real(&l_))                                                                                  \
+            return GUARDED(DIRFD, P, SH_W_CREATE, 0, REALEXPR);                                             \
+        (void)e_;                                                                                           \
+        errno = sh_create_err(&l_, KIND);                                                                   \
+        return -1;                                                                                          \
+    })
+
+SH_EXPORT int mkdir(const char *p, mode_t m) { RO_CREATE_K(AT_FDCWD, p, SH_C_DIR, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
 SH_EXPORT int mkdirat(int d, const char *p, mode_t m)
 {
-    RO1(d, p, SH_W_CREATE, 0, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
+    RO_CREATE_K(d, p, SH_C_DIR, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
 }
 SH_EXPORT int rmdir(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(rmdir, int (*)(const char *))(p)); }
 SH_EXPORT int unlink(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(unlink, int (*)(const char *))(p)); }
@@ -787,31 +921,31 @@ SH_EXPORT int unlinkat(int d, const char *p, int f)
 }
 SH_EXPORT int rename(const char *a, const char *b)
 {
-    RO2(AT_FDCWD, a, SH_W_PARENT, AT_FDCWD, b, SH_W_PARENT, REAL(rename, int (*)(const char *, const char *))(a, b));
+    RO2(AT_FDCWD, a, SH_W_PARENT, 0, AT_FDCWD, b, SH_W_PARENT, 0, REAL(rename, int (*)(const char *, const char *))(a, b));
 }
 SH_EXPORT int renameat(int da, const char *a, int db, const char *b)
 {
-    RO2(da, a, SH_W_PARENT, db, b, SH_W_PARENT, REAL(renameat, int (*)(int, const char *, int, const char *))(da, a, db, b));
+    RO2(da, a, SH_W_PARENT, 0, db, b, SH_W_PARENT, 0, REAL(renameat, int (*)(int, const char *, int, const char *))(da, a, db, b));
 }
 SH_EXPORT int renameat2(int da, const char *a, int db, const char *b, unsigned int f)
 {
-    RO2(da, a, SH_W_PARENT, db, b, SH_W_PARENT, REAL(renameat2, int (*)(int, const char *, int, const char *, unsigned))(da, a, db, b, f));
+    RO2(da, a, SH_W_PARENT, 0, db, b, SH_W_PARENT, 0, REAL(renameat2, int (*)(int, const char *, int, const char *, unsigned))(da, a, db, b, f));
 }
 SH_EXPORT int link(const char *a, const char *b)
 {
-    RO2(AT_FDCWD, a, -1, AT_FDCWD, b, SH_W_CREATE, REAL(link, int (*)(const char *, const char *))(a, b));
+    RO2(AT_FDCWD, a, SH_W_NOFOLLOW, 0, AT_FDCWD, b, SH_W_CREATE, 1, REAL(link, int (*)(const char *, const char *))(a, b));
 }
 SH_EXPORT int linkat(int da, const char *a, int db, const char *b, int f)
 {
-    RO2(da, a, -1, db, b, SH_W_CREATE, REAL(linkat, int (*)(int, const char *, int, const char *, int))(da, a, db, b, f));
+    RO2(da, a, AT_HOW_LINK(f), f, db, b, SH_W_CREATE, 1, REAL(linkat, int (*)(int, const char *, int, const char *, int))(da, a, db, b, f));
 }
 SH_EXPORT int symlink(const char *t, const char *p)
 {
-    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(symlink, int (*)(const char *, const char *))(t, p));
+    RO_CREATE(AT_FDCWD, p, REAL(symlink, int (*)(const char *, const char *))(t, p));
 }
 SH_EXPORT int symlinkat(const char *t, int d, const char *p)
 {
-    RO1(d, p, SH_W_CREATE, 0, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
+    RO_CREATE(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
 }
 SH_EXPORT int truncate(const char *p, off_t n) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
 SH_EXPORT int truncate64(const char *p, off64_t n)
@@ -860,20 +994,86 @@ SH_EXPORT int utime(const char *p, const struct utimbuf *t)
 }
 SH_EXPORT int mknod(const char *p, mode_t m, dev_t dv)
 {
-    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
+    RO_CREATE(AT_FDCWD, p, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
 }
 SH_EXPORT int mknodat(int d, const char *p, mode_t m, dev_t dv)
 {
-    RO1(d, p, SH_W_CREATE, 0, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
+    RO_CREATE(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
 }
 SH_EXPORT int __xmknod(int v, const char *p, mode_t m, dev_t *dv)
 {
-    RO1(AT_FDCWD, p, SH_W_CREATE, 0, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
+    RO_CREATE(AT_FDCWD, p, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
 }
 SH_EXPORT int __xmknodat(int v, int d, const char *p, mode_t m, dev_t *dv)
 {
-    RO1(d, p, SH_W_CREATE, 0, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
+    RO_CREATE(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
 }
+/* glibc's mkfifo, mkstemp and mkdtemp, and the kernel's bind of a unix socket, create through internal calls
+ * the shim does not see: each is guarded here as a create of its path. */
+SH_EXPORT int mkfifo(const char *p, mode_t m) { RO_CREATE(AT_FDCWD, p, REAL(mkfifo, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int mkfifoat(int d, const char *p, mode_t m)
+{
+    RO_CREATE(d, p, REAL(mkfifoat, int (*)(int, const char *, mode_t))(d, p, m));
+}
+
+/* mkstemp's template: 1 when it is one glibc accepts (six X before a suffix of sl bytes); otherwise the real call
+ * answers EINVAL */
+static int tmpl_ok(const char *p, int sl)
+{
+    size_t n = p ? strlen(p) : 0;
+    return sl >= 0 && n >= (size_t)sl + 6 && !memcmp(p + n - (size_t)sl - 6, "XXXXXX", 6);
+}
+#define RO_TEMP(P, SL, REALEXPR)                                                                            \
+    do {                                                                                                    \
+        if (!tmpl_ok((P), (SL)))                                                                            \
+            return REALEXPR;                                                                                \
+        RO_CREATE(AT_FDCWD, P, REALEXPR);                                                                   \
+    } while (0)
+SH_EXPORT int mkstemp(char *p) { RO_TEMP(p, 0, REAL(mkstemp, int (*)(char *))(p)); }
+SH_EXPORT int mkstemp64(char *p) { RO_TEMP(p, 0, REAL(mkstemp64, int (*)(char *))(p)); }
+SH_EXPORT int mkostemp(char *p, int f) { RO_TEMP(p, 0, REAL(mkostemp, int (*)(char *, int))(p, f)); }
+SH_EXPORT int mkostemp64(char *p, int f) { RO_TEMP(p, 0, REAL(mkostemp64, int (*)(char *, int))(p, f)); }
+SH_EXPORT int mkstemps(char *p, int sl) { RO_TEMP(p, sl, REAL(mkstemps, int (*)(char *, int))(p, sl)); }
+SH_EXPORT int mkstemps64(char *p, int sl) { RO_TEMP(p, sl, REAL(mkstemps64, int (*)(char *, int))(p, sl)); }
+SH_EXPORT int mkostemps(char *p, int sl, int f)
+{
+    RO_TEMP(p, sl, REAL(mkostemps, int (*)(char *, int, int))(p, sl, f));
+}
+SH_EXPORT int mkostemps64(char *p, int sl, int f)
+{
+    RO_TEMP(p, sl, REAL(mkostemps64, int (*)(char *, int, int))(p, sl, f));
+}
+static int mkdtemp_int(char *p)
+{
+    char *(*real)(char *) = REAL(mkdtemp, char *(*)(char *));
+    if (!tmpl_ok(p, 0))
+        return real(p) ? 0 : -1;
+    RO_CREATE_K(AT_FDCWD, p, SH_C_DIR, real(p) ? 0 : -1);
+}
+SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
+
+/* bind of a unix socket to a path creates it: the kernel's answers on a read-only file system (EADDRINUSE for a
+ * name that is there). Abstract names and other families are the kernel's. */
+static int bind_path(int fd, const char *p, const struct sockaddr *a, socklen_t n)
+{
+    RO_CREATE(AT_FDCWD, p, REAL(bind, int (*)(int, const struct sockaddr *, socklen_t))(fd, a, n));
+}
+SH_EXPORT int bind(int fd, const struct sockaddr *a, socklen_t n)
+{
+    int (*real)(int, const struct sockaddr *, socklen_t) = REAL(bind, int (*)(int, const struct sockaddr *, socklen_t));
+    const size_t off = offsetof(struct sockaddr_un, sun_path);
+    if (!sh_nmounts || !a || n <= off || a->sa_family != AF_UNIX || !((const char *)a)[off])
+        return real(fd, a, n);
+    char p[sizeof(struct sockaddr_un) - offsetof(struct sockaddr_un, sun_path) + 1];
+    size_t k = (size_t)n - off < sizeof p - 1 ? (size_t)n - off : sizeof p - 1;
+    memcpy(p, (const char *)a + off, k);
+    p[k] = 0;
+    int rc = bind_path(fd, p, a, n);
+    if (rc < 0 && errno == EEXIST)
+        errno = EADDRINUSE;
+    return rc;
+}
+
 SH_EXPORT int setxattr(const char *p, const char *n, const void *v, size_t s, int f)
 {
     RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(setxattr, int (*)(const char *, const char *, const void *, size_t, int))(p, n, v, s, f));

@@ -79,7 +79,9 @@ shim_check "Path.resolve(strict) through ancestors" test "$(HFS3_MOUNTS="$R/deep
 # ancestors that exist on disk are the host's: writes there are real; a synthetic one is read-only
 shim_check "touch a real ancestor" shim touch "$WORK"
 shim_check "mkdir beside a mount in a real ancestor" shim mkdir "$WORK/mnt-sibling"
-shim_check "mkdir of a synthetic ancestor is EROFS" bash -c "LD_PRELOAD='$HFS3_SHIM' mkdir '$WORK/mnt' 2>&1 | grep -q 'Read-only'"
+# (it is there: EEXIST, as a read-only mount answers; a new name in it is EROFS)
+shim_check "mkdir of a synthetic ancestor is EEXIST" bash -c "LD_PRELOAD='$HFS3_SHIM' mkdir '$WORK/mnt' 2>&1 | grep -q 'File exists'"
+shim_check "mkdir in a synthetic ancestor is EROFS" bash -c "LD_PRELOAD='$HFS3_SHIM' mkdir '$WORK/mnt/new' 2>&1 | grep -q 'Read-only'"
 # a thread cancelled (pthread_cancel) while it loads a mount's index: the mount is not left "loading", later
 # calls on it return (they waited forever)
 out=$(HFS3_CACHE_DIR=$WORK/cache-cancel FAKE_INDEX_SLEEP=2 LD_PRELOAD=$HFS3_SHIM timeout -k 5 20 \

@@ -1,4 +1,5 @@
-/* write.c - probe: every write attempt on a mount is EROFS. */
+/* write.c - probe: every write attempt on a mount is EROFS (a rename out of it EXDEV, as across a read-only
+ * mount's edge). */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -7,6 +8,7 @@
 #include "probe.h"
 
 #define RO(call, what) do { errno = 0; OK((call) < 0 && errno == EROFS, what); } while (0)
+#define XD(call, what) do { errno = 0; OK((call) < 0 && errno == EXDEV, what); } while (0)
 
 int main(int argc, char **argv)
 {
@@ -17,7 +19,7 @@ int main(int argc, char **argv)
     RO(unlink(P(b, "a.txt")), "unlink");
     RO(unlinkat(AT_FDCWD, P(b, "a.txt"), 0), "unlinkat");
     RO(rename(P(b, "a.txt"), P(b2, "b.txt")), "rename");
-    RO(rename(P(b, "a.txt"), "/tmp/hfs3-probe-never"), "rename out");
+    XD(rename(P(b, "a.txt"), "/tmp/hfs3-probe-never"), "rename out");
     RO(link(P(b, "a.txt"), P(b2, "hard")), "link");
     RO(symlink("a.txt", P(b, "sym")), "symlink");
     RO(truncate(P(b, "a.txt"), 0), "truncate");

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# t_shim_writes.sh - every write call the shim wraps answers what the kernel answers with a read-only mount of the
+# same tree there, call by call (tests/e2e/shim_writes.py; the oracle is a read-only bind mount made with
+# unshare -m), and nothing is written into the cache:
+#   1. a file opened in a mount is the cached blob every process shares: reopened for writing through
+#      /proc/self/fd/N, truncated, chmod-ed, hard-linked out (linkat AT_EMPTY_PATH, or AT_SYMLINK_FOLLOW of
+#      /proc/self/fd/N) or freopen(NULL, "r+")-ed, it gives EROFS (EXDEV for the links), and every blob keeps its
+#      bytes and its one link;
+#   2. mkfifo, mknod, mkstemp & co, mkdtemp and bind() of a unix socket cannot create in a mount;
+#   4. relative creates from a cwd in a synthesized ancestor (or `..` from a cwd in a mount) give EROFS;
+#   5. O_CREAT on a directory: EISDIR; O_CREAT|O_DIRECTORY: EINVAL (the kernel's, Linux 6.4 on);
+#   6. EEXIST, EISDIR, ENOENT, ENOTDIR, EXDEV, EROFS, ENAMETOOLONG where the kernel gives them, in a mount and in
+#      an ancestor; fopen("w") of a directory: EISDIR.
+# Then without /proc (a mount namespace without it) the guard still refuses what reaches the cache, and the helper,
+# run under the shim as a global LD_PRELOAD would run it, still fills a cache.
+set -u
+source "$HFS3_ROOT/tests/e2e/shim_common.sh"
+shim_start
+cd "$WORK"
+PY=$HFS3_ROOT/tests/e2e/shim_writes.py
+shim ls "$M/flat" "$M/hf" >/dev/null
+shim sh -c "cd '$M'" # the shim's own skeleton of the ancestors, made by a chdir there
+# what the cache holds, with modes and link counts: nothing may change it
+cache_state() { (cd "$HFS3_CACHE_DIR" && find . -printf '%p %m %n %s\n' | sort && find . -type f -exec sha256sum {} + | sort); }
+cache_state >state.before
+before=$(sha256sum <state.before)
+
+mkdir -p w1 w2 o/models
+cp -a "$WORK/fx/src/flat" "$WORK/fx/src/hf" o/models/
+shim python3 "$PY" all "$M" "$WORK/w1" >shim.out 2>&1
+shim_check "every call ran under the shim ($(grep -c ': ' shim.out) lines)" test "$(grep -c ': ' shim.out)" -ge 250
+unshare -m sh -c "mount --bind '$WORK/o' '$WORK/o' && mount -o remount,bind,ro '$WORK/o' && \
+  python3 '$PY' all '$WORK/o/models' '$WORK/w2'" >kernel.out 2>/dev/null
+if [ -s kernel.out ]; then
+  diff kernel.out shim.out >diff.out
+  cat diff.out
+  shim_check "every call: the kernel's answer on a read-only bind mount ($(grep -c '^>' diff.out) differ)" test ! -s diff.out
+else
+  echo "# no read-only bind mount here (unshare -m): not compared with the kernel"
+  cat shim.out
+fi
+for c in "1 open /proc/self/fd/N O_RDWR: EROFS" "1 linkat N AT_EMPTY_PATH: EXDEV" "1 freopen NULL r+: EROFS" \
+    "2 mkstemp M/tXXXXXX: EROFS" "2 bind M/sock: EROFS" "4 cwd R: mkdir n: EROFS" "5 open M/dir O_RDONLY|O_CREAT: EISDIR" \
+    "6 fopen w M/dir: EISDIR" "6 mkdir R/long: ENAMETOOLONG"; do
+  shim_check "$c" grep -qxF "$c" shim.out
+done
+cache_state | diff state.before -
+shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
+shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "s x "
+for b in "$HFS3_CACHE_DIR"/blobs/*; do
+  [ "$(sha256sum <"$b" | cut -c1-64)" = "$(basename "$b")" ] || { echo "changed: $b"; bad=1; }
+done
+shim_check "every blob still holds its bytes" test -z "${bad:-}"
+
+# the cost outside the mounts: a write-open's directory, once found unguarded, is remembered by identity (one
+# fstatat), and its last component is left to the real call's O_NOFOLLOW; no readlink per open (the guard's check
+# costs an open, a readlink and a close of the directory, and an fstatat of the entry, without that)
+if command -v strace >/dev/null; then
+  shim strace -f -c -e trace=readlink -o strace.out python3 -c '
+import os, sys
+for i in range(1000):
+    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))' "$WORK/w1/loop"
+  n=$(awk '$NF == "readlink" {print $4}' strace.out)
+  cat strace.out
+  shim_check "1000 write-opens outside the mounts: not one readlink each ($n in all)" test "${n:-0}" -lt 300
+else
+  echo "# no strace here: the system calls are not counted"
+fi
+
+# without /proc: no descriptor has a path, the guard decides by identity (the cache's, the blobs' mode and device)
+BLOB=$(ls "$HFS3_CACHE_DIR"/blobs | head -1)
+mkdir -p w3
+unshare -m sh -c "umount -l /proc && LD_PRELOAD='$HFS3_SHIM' python3 '$PY' noproc '$M' '$WORK/w3' \
+  '$HFS3_CACHE_DIR/blobs/$BLOB'" >noproc.out 2>&1
+cat noproc.out
+cat >noproc.want <<'EOF'
+open a symlink to a blob O_WRONLY: EROFS
+open a symlink to a blob O_RDONLY: ok
+truncate a symlink to a blob: EROFS
+chmod a symlink to a blob: EROFS
+linkat a symlink to a blob AT_SYMLINK_FOLLOW: EXDEV
+linkat N AT_EMPTY_PATH: EXDEV
+fchmod N: EROFS
+mkdirat(fd of M/dir, n): EROFS
+openat O_CREAT(fd of M/dir, n): EROFS
+mkfifoat(fd of M/dir, n): EROFS
+mkdir W/ok: ok
+open O_CREAT W/ok2: ok
+cwd R: mkdir n: EROFS
+cwd R: creat n2: EROFS
+cwd R: symlink n3: EROFS
+cwd M/dir: mkdir ../../n4: EROFS
+cwd M/dir: creat ../../../n5: EROFS
+EOF
+if grep -q ': ' noproc.out; then
+  shim_check "without /proc: the same refusals, writes outside still work" diff noproc.want noproc.out
+else
+  echo "# no mount namespace without /proc here: not checked"
+fi
+shim_check "the cache did not change without /proc either" test "$(cache_state | sha256sum)" = "$before"
+
+# the helper under the shim (a global LD_PRELOAD; or a program under `hfs3-manifest run` that starts it): it writes
+# the cache, which the write guard lets it do, and only it
+mkdir src && echo "one" >src/one.txt && rclone copy src s3test:models/w || exit 1
+"$HFS3_BIN" build s3test:models/w >build.out 2>&1 || { cat build.out; exit 1; }
+# (the plain build: an ASan one refuses to start with a library preloaded before its runtime)
+HFS3_CACHE_DIR=$WORK/gcache HFS3_OFFLINE=0 LD_PRELOAD=$HFS3_SHIM HFS3_MOUNTS="$WORK/mnt/w=s3test:models/w" \
+  "$HFS3_ROOT/$BUILD/bin/hfs3-manifest" fetch s3test:models/w >fetch.out 2>&1
+rc=$?
+cat fetch.out
+shim_check "the helper under the shim fetches into a new cache" test "$rc" = 0 -a -n "$(ls "$WORK/gcache/blobs")"
+out=$(HFS3_CACHE_DIR=$WORK/gcache HFS3_OFFLINE=1 HFS3_MOUNTS="$WORK/mnt/w=s3test:models/w" shim cat "$WORK/mnt/w/one.txt")
+shim_check "  and a program reads it from there" test "$out" = "one"
+out=$(HFS3_CACHE_DIR=$WORK/gcache HFS3_MOUNTS="$WORK/mnt/w=s3test:models/w" shim sh -c \
+  "cat '$WORK/mnt/w/one.txt' >/dev/null; for f in '$WORK'/gcache/blobs/*; do echo x >>\"\$f\" && echo wrote; done" 2>&1)
+shim_check "  but cannot write the cache itself: $out" test "$(grep -c 'Read-only file system' <<<"$out")" -ge 1 -a \
+  "$(grep -c wrote <<<"$out")" = 0
+exit $((SHIM_FAILS > 0))
