@@ -2,8 +2,9 @@
 # t_cache_budget.sh - the cache budget with the real helper and the real shim (issue 23 item 6, issue 24 3.2):
 # readers under a budget smaller than the model, with a `cache gc --max 0` loop running beside them, never see
 # an EIO (a blob fetched for a waiting open stays until that open has it: the pin, locks/<sha>.pin.lock); no
-# line says "no reason recorded" (a killed helper says so); a file larger than the budget fails at once naming
-# the file and the budget.
+# line says "no reason recorded"; a file larger than the budget fails at once naming the file and the budget;
+# `fetch` of a model larger than the budget exits non-zero at once saying so; a fetch whose earlier file a gc
+# removed says which file is missing; in-progress bytes of a fetch about to finish are waited for, not refused.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -94,3 +95,41 @@ set -e
 grep -q "big.bin: fetch failed: the helper was killed by signal 9" "$WORK/kill.err" ||
   { cat "$WORK/kill.err"; fail "a killed helper's line"; }
 ok "a killed helper: $(grep -o 'fetch failed:.*' "$WORK/kill.err" | head -1)"
+
+# fetch of a model larger than the budget: non-zero at once, saying so; nothing downloaded
+rm -rf "$HFS3_CACHE_DIR"
+HFS3_CACHE_MAX=6M expect_exit 1 "fetch over the budget" "$HFS3_BIN" fetch s3test:models/p
+grep -q "s3test:models/p: the model's files are 11.0 MiB, more than the cache budget HFS3_CACHE_MAX=6M (6.0 MiB)" \
+  "$WORK/err" || { cat "$WORK/out" "$WORK/err"; fail "fetch over the budget: message"; }
+[ -z "$(ls -A "$HFS3_CACHE_DIR/blobs")" ] || fail "fetch over the budget downloaded files"
+ok "fetch of a model over the budget: exit 1 at once: $(head -c 140 "$WORK/err")..."
+
+# fetch within the budget while a more recently used file is cached: the fetch keeps its own files (pinned)
+# and removes the other one, where least-recently-used alone would remove the fetch's first file
+mkdir -p "$WORK/q"
+for i in 0 1 2; do head -c $((3 << 20)) /dev/urandom >"$WORK/q/s$i.safetensors"; done
+fetch_publish "$WORK/q" s3test:models/q
+BIG=$(blob_of "$WORK/p/big.bin")
+expect_exit 0 "get big.bin" "$HFS3_BIN" _get s3test:models/p big.bin
+touch -d '+1 hour' "$HFS3_CACHE_DIR/locks/$BIG.lock"
+HFS3_CACHE_MAX=10M expect_exit 0 "fetch q (9 MiB) beside big.bin (3 MiB, used last) under 10M" \
+  "$HFS3_BIN" fetch s3test:models/q
+for i in 0 1 2; do
+  cmp -s "$HFS3_CACHE_DIR/blobs/$(blob_of "$WORK/q/s$i.safetensors")" "$WORK/q/s$i.safetensors" ||
+    { cat "$WORK/out" "$WORK/err"; fail "s$i.safetensors not cached after fetch"; }
+done
+[ ! -e "$HFS3_CACHE_DIR/blobs/$BIG" ] || fail "big.bin kept: the fetch's own file went instead"
+ok "fetch under a budget keeps its own files: the other, more recently used file was removed"
+
+# a file removed while the fetch runs (here by hand, as a gc of another cache user could): fetch names it,
+# says why, and exits 1 (before: "0 failed", exit 0, and an offline server failed later)
+rm -rf "$HFS3_CACHE_DIR"
+SHA0=$(blob_of "$WORK/q/s0.safetensors")
+mkdir -p "$HFS3_CACHE_DIR/blobs"
+( while :; do rm -f "$HFS3_CACHE_DIR/blobs/$SHA0"; sleep 0.01; done ) & GCPID=$!
+expect_exit 1 "fetch q while its first file is removed" "$HFS3_BIN" fetch s3test:models/q
+kill "$GCPID"; wait "$GCPID" 2>/dev/null || true; GCPID=""
+grep -q "s3test:models/q: s0.safetensors: not in the cache after this fetch: removed while it ran" "$WORK/err" ||
+  { cat "$WORK/out" "$WORK/err"; fail "missing file not named"; }
+grep -q "0 failed, 1 not cached" "$WORK/out" || { cat "$WORK/out"; fail "summary"; }
+ok "a file removed during fetch: exit 1: $(grep -m1 'not in the cache' "$WORK/err" | head -c 140)..."
