@@ -377,17 +377,27 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
             goto out;
         }
     }
-    /* a pinned blob (a process is about to open it, or a fetch keeps it for its model) stays */
+    /* a pinned blob (a process is about to open it, or a fetch keeps it for its model) stays. No pin file:
+     * nobody pins it now, and none is created here (no litter for every blob ever removed): a shim that pins
+     * later takes the blob's lock, held here, before it looks for the blob; `fetch`, which looks first, finds
+     * a file removed that way in its check at the end */
     char pin[96];
     pin_name(pin, sizeof pin, b->sha);
-    rc = hfs3_cache_lock(c, c->locks, pin, c->p_locks, 1, &pfd, NULL);
-    if (rc == -EWOULDBLOCK) {
-        rc = hfs3_err(-EBUSY, "%s/%s is pinned: a process is opening it, or a fetch keeps it for its model",
-                      c->p_blobs, b->sha);
+    /* (fstatat first: a missing pin is the common case, and must not replace verify's message) */
+    pfd = fstatat(c->locks, pin, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
+              ? -ENOENT : hfs3_cache_openat(c, c->locks, pin, O_RDONLY, NULL, c->p_locks);
+    if (pfd == -ENOENT) {
+        pfd = -1;
+    } else if (pfd < 0) {
+        rc = pfd;
+        pfd = -1;
+        goto out;
+    } else if (flock(pfd, LOCK_EX | LOCK_NB) < 0) {
+        rc = errno == EWOULDBLOCK ? hfs3_err(-EBUSY, "%s/%s is pinned: a process is opening it, or a fetch keeps "
+                                             "it for its model", c->p_blobs, b->sha)
+                                  : hfs3_err(-errno, "flock %s/%s: %s", c->p_locks, pin, strerror(errno));
         goto out;
     }
-    if (rc < 0)
-        goto out;
     if (!dry_run && unlinkat(c->blobs, b->sha, 0) < 0) {
         int e = errno;
         rc = hfs3_err(e == EACCES ? -EPERM : -e, "removing %s/%s: %s", c->p_blobs, b->sha, strerror(e));
