@@ -186,6 +186,24 @@ uint64_t hfs3_gc_tmp_bytes(const hfs3_cache *c)
     return sum;
 }
 
+/* A number that changes when anything in tmp/ does: a fetch in progress writes its .part (mtime) and sidecar
+ * (size), so make_room's wait sees a slow download as moving even though the .part's size is fixed. */
+static uint64_t tmp_state(const hfs3_cache *c)
+{
+    DIR *d = reopen_dir(c->tmp);
+    uint64_t h = 1469598103934665603ULL;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.' && fstatat(c->tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            h = (h ^ ((uint64_t)st.st_size * 1000003u + (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+                      (uint64_t)st.st_mtim.tv_nsec + de->d_ino)) * 1099511628211ULL;
+    closedir(d);
+    return h;
+}
+
 /* The sizes of all blobs but sha. */
 static uint64_t blob_bytes(const hfs3_cache *c, const char *sha)
 {
@@ -485,7 +503,7 @@ static int room_once(const hfs3_cache *c, const char *sha, uint64_t size, uint64
         else
             evictable += b[i].size;
     }
-    *sig = used * 31 + tmp;
+    *sig = (used * 31 + tmp) ^ tmp_state(c);
     uint64_t avail = fs_avail(c);
     /* what can never fit fails before anything is removed for it; what fits once the fetches in progress
      * end is waited for (a fetch's next file starts while the previous one is still being installed) */
