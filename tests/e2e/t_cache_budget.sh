@@ -96,6 +96,26 @@ grep -q "big.bin: fetch failed: the helper was killed by signal 9" "$WORK/kill.e
   { cat "$WORK/kill.err"; fail "a killed helper's line"; }
 ok "a killed helper: $(grep -o 'fetch failed:.*' "$WORK/kill.err" | head -1)"
 
+# the background prefetch under a budget of about one shard (issue 24: 300M with 256 MiB shards): a reader's
+# own fetch found the prefetcher's file in tmp/ and failed "cannot make room: ... fetches in progress" with
+# EIO; it now waits for that fetch to end, then removes its file
+mkdir -p "$WORK/s"
+for i in 0 1 2 3; do head -c $((4 << 20)) /dev/urandom >"$WORK/s/model-0000$i.safetensors"; done
+fetch_publish "$WORK/s" s3test:models/s
+set +e
+HFS3_PREFETCH=1 HFS3_CACHE_MAX=5M HFS3_MOUNTS="$WORK/mnt/s=s3test:models/s" HFS3_CACHE_DIR=$WORK/cache-s \
+  LD_PRELOAD=$HFS3_SHIM python3 -c '
+import hashlib, sys
+for p in sys.argv[1:]:
+    print(hashlib.sha256(open(p, "rb").read()).hexdigest())' "$WORK"/mnt/s/model-0000{0,1,2,3}.safetensors \
+  >"$WORK/s.out" 2>"$WORK/s.err"
+rc=$?
+set -e
+[ "$rc" = 0 ] || { cat "$WORK/s.err"; fail "a reader under a one-shard budget with the prefetch on: exit $rc"; }
+[ "$(cat "$WORK/s.out")" = "$(cd "$WORK/s" && sha256sum model-0000{0,1,2,3}.safetensors | cut -d' ' -f1)" ] ||
+  fail "wrong bytes"
+ok "4 x 4 MiB shards read in order under a 5 MiB budget with the prefetch on: no EIO"
+
 # fetch of a model larger than the budget: non-zero at once, saying so; nothing downloaded
 rm -rf "$HFS3_CACHE_DIR"
 HFS3_CACHE_MAX=6M expect_exit 1 "fetch over the budget" "$HFS3_BIN" fetch s3test:models/p
