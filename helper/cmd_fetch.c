@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -345,6 +346,7 @@ typedef struct fetch_files {
     hfs3_fetch_opts o;
     const char *prefetch;     /* _prefetch SPEC: debug lines, no error lines */
     int *pins;                /* `fetch` under a budget: each file's pin (hfs3_gc_pin), -1 none; else NULL */
+    size_t npins, pin_cap;    /* pins held, and at most (descriptors left for the fetches themselves) */
     unsigned char *failed_k;  /* which files failed (reported already) */
     pthread_mutex_t slot_mu;  /* the download slot: which lane is downloading */
     pthread_cond_t slot_cv;
@@ -399,8 +401,9 @@ static void *fetch_files_run(void *arg)
         /* pinned before its fetch: a later file's room is never made by removing it (make_room skips this
          * process's pins), nor by another process's gc. Without a pin (out of descriptors) the check at the
          * end still says when it went. */
-        if (ff->pins)
-            ff->pins[k] = hfs3_gc_pin(ff->c, e->sha256);
+        if (ff->pins && __atomic_load_n(&ff->npins, __ATOMIC_ACQUIRE) < ff->pin_cap &&
+            (ff->pins[k] = hfs3_gc_pin(ff->c, e->sha256)) >= 0)
+            __atomic_add_fetch(&ff->npins, 1, __ATOMIC_ACQ_REL);
         int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
         slot_release(l);   /* cached, failed, or never downloaded here */
         if (rc < 0 && ff->failed_k)
@@ -562,8 +565,22 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     }
     for (size_t k = 0; pins && k < n; k++)
         pins[k] = -1;
+    /* a descriptor per pin: raise the soft limit to the hard one, and keep 256 for the fetches themselves
+     * (a file past the cap is not pinned; the check at the end still names it if it goes) */
+    size_t pin_cap = 0;
+    struct rlimit rl;
+    if (pins && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t cur = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                rl.rlim_cur = cur;
+        }
+        pin_cap = rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : rl.rlim_cur > 512 ? (size_t)rl.rlim_cur - 256 : 0;
+    }
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .pins = pins, .failed_k = failed_k,
+                      .pin_cap = pin_cap,
                       .o = {.lock_fd = -1, .progress = progress_bytes, .progress_ud = &p}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
