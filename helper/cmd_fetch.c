@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -344,6 +345,9 @@ typedef struct fetch_files {
     fetch_progress *p;        /* its mutex guards next and the counts */
     hfs3_fetch_opts o;
     const char *prefetch;     /* _prefetch SPEC: debug lines, no error lines */
+    int *pins;                /* `fetch` under a budget: each file's pin (hfs3_gc_pin), -1 none; else NULL */
+    size_t npins, pin_cap;    /* pins held, and at most (descriptors left for the fetches themselves) */
+    unsigned char *failed_k;  /* which files failed (reported already) */
     pthread_mutex_t slot_mu;  /* the download slot: which lane is downloading */
     pthread_cond_t slot_cv;
     int slot_busy;
@@ -394,8 +398,16 @@ static void *fetch_files_run(void *arg)
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
         hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
+        /* pinned before its fetch: a later file's room is never made by removing it (make_room skips this
+         * process's pins), nor by another process's gc. Without a pin (out of descriptors) the check at the
+         * end still says when it went. */
+        if (ff->pins && __atomic_load_n(&ff->npins, __ATOMIC_ACQUIRE) < ff->pin_cap &&
+            (ff->pins[k] = hfs3_gc_pin(ff->c, e->sha256)) >= 0)
+            __atomic_add_fetch(&ff->npins, 1, __ATOMIC_ACQ_REL);
         int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
         slot_release(l);   /* cached, failed, or never downloaded here */
+        if (rc < 0 && ff->failed_k)
+            ff->failed_k[k] = 1;
         pthread_mutex_lock(&p->mu);
         if (ff->prefetch) {
             if (rc == -EWOULDBLOCK)
@@ -503,6 +515,8 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
 {
     hfs3_manifest *m = NULL;
     size_t *order = NULL, n = 0;
+    int *pins = NULL;
+    unsigned char *failed_k = NULL;
     int status = 1;
     double t0 = hfs3_now();
     if (hfs3_mount_refresh(c, r, -1, NULL) < 0) {
@@ -526,26 +540,86 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         goto out;
     }
     fetch_progress p = {.on = cmd_progress_wanted(), .files_total = n};
-    pthread_mutex_init(&p.mu, NULL);
     for (size_t k = 0; k < n; k++)
         p.total += m->entries[order[k]].size;
-    fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p,
+    uint64_t max = 0;
+    int budget = hfs3_gc_budget(c, &max);
+    if (budget < 0) {
+        errline(hfs3_errmsg());
+        goto out;
+    }
+    if (budget && p.total > max) {
+        /* it cannot all stay: say so before a byte, not "0 failed" over a cache an offline server then lacks */
+        char a[32], b[32];
+        cmd_err("%s: the model's files are %s, more than the cache budget HFS3_CACHE_MAX=%s (%s): they cannot all "
+                "stay cached, and a server with HFS3_OFFLINE=1 would miss some; nothing was downloaded (raise "
+                "HFS3_CACHE_MAX to at least %s, or unset it)", spec, hfs3_gc_human(p.total, a, sizeof a),
+                getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, b, sizeof b), a);
+        goto out;
+    }
+    pins = budget ? malloc(n * sizeof *pins) : NULL;
+    failed_k = calloc(n ? n : 1, 1);
+    if ((budget && !pins) || !failed_k) {
+        errline("out of memory");
+        goto out;
+    }
+    for (size_t k = 0; pins && k < n; k++)
+        pins[k] = -1;
+    /* a descriptor per pin: raise the soft limit to the hard one, and keep 256 for the fetches themselves
+     * (a file past the cap is not pinned; the check at the end still names it if it goes) */
+    size_t pin_cap = 0;
+    struct rlimit rl;
+    if (pins && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t cur = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                rl.rlim_cur = cur;
+        }
+        pin_cap = rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : rl.rlim_cur > 512 ? (size_t)rl.rlim_cur - 256 : 0;
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .pins = pins, .failed_k = failed_k,
+                      .pin_cap = pin_cap,
                       .o = {.lock_fd = -1, .progress = progress_bytes, .progress_ud = &p}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
     uint64_t fetched = ff.fetched, cached = ff.cached;
-    size_t failed = ff.failed;
+    size_t failed = ff.failed, missing = 0;
+    /* every file that did not fail must be in the cache now (a gc or the budget may have taken one since) */
+    for (size_t k = 0; k < n; k++) {
+        const hfs3_entry *e = &m->entries[order[k]];
+        struct stat st;
+        if (failed_k[k] || e->size == 0 || fstatat(c->blobs, e->sha256, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            continue;
+        if (p.on && !missing)
+            cmd_progress_end();
+        cmd_err("%s: %s: not in the cache after this fetch: removed while it ran (%s)", spec, e->path,
+                budget ? "HFS3_CACHE_MAX making room for another file, or a `cache gc`"
+                       : "a `cache gc`, or another process's fetch making room under its HFS3_CACHE_MAX");
+        missing++;
+    }
     if (p.on)
         cmd_progress_end();
     double secs = hfs3_now() - t0;
     printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s, "
-           "%zu failed\n", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
+           "%zu failed", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
+    if (missing)
+        printf(", %zu not cached", missing);
+    printf("\n");
     fflush(stdout);
     if (failed)
         cmd_err("%s: %zu of %zu files failed (each named above); run the same command again to retry them", spec,
                 failed, n);
-    status = failed ? 1 : 0;
+    if (missing)
+        cmd_err("%s: %zu of %zu files are not in the cache (each named above): a server with HFS3_OFFLINE=1 would "
+                "fail on them", spec, missing, n);
+    status = failed || missing ? 1 : 0;
 out:
+    for (size_t k = 0; pins && k < n; k++)
+        hfs3_gc_unpin(pins[k], m->entries[order[k]].sha256);
+    free(pins);
+    free(failed_k);
     free(order);
     hfs3_manifest_free(m);
     return status;

@@ -1,7 +1,8 @@
 /* gc.c - the cache within its disk: the budget (HFS3_CACHE_MAX), least-recently-used eviction and the
  * free-space check before a fetch, and the listings behind `cache du|gc|verify` and `status`. Every blob is
  * removed under its own lock taken without waiting (docs/internals.md), by unlinkat from the checked blobs/
- * descriptor; another user's blob in a shared (sticky) cache is never tried. Last use: lastuse.h. */
+ * descriptor, and only when its pin (locks/<sha>.pin.lock: an open about to read it, a `fetch` keeping its
+ * model) is free; another user's blob in a shared (sticky) cache is never tried. Last use: lastuse.h. */
 #include "hfs3/gc.h"
 
 #include <dirent.h>
@@ -9,11 +10,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hfs3/index.h"
@@ -22,6 +26,7 @@
 #include "hfs3/util.h"
 
 #define GC_LOCK "gc.lock" /* serializes evictors (fetches making room, `cache gc`); not a blob's lock */
+#define GC_ROOM_STALL 10  /* seconds without a change in the way before make_room gives up waiting */
 
 int hfs3_gc_parse_size(const char *s, uint64_t fs_bytes, uint64_t *out)
 {
@@ -181,6 +186,24 @@ uint64_t hfs3_gc_tmp_bytes(const hfs3_cache *c)
     return sum;
 }
 
+/* A number that changes when anything in tmp/ does: a fetch in progress writes its .part (mtime) and sidecar
+ * (size), so make_room's wait sees a slow download as moving even though the .part's size is fixed. */
+static uint64_t tmp_state(const hfs3_cache *c)
+{
+    DIR *d = reopen_dir(c->tmp);
+    uint64_t h = 1469598103934665603ULL;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.' && fstatat(c->tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            h = (h ^ ((uint64_t)st.st_size * 1000003u + (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+                      (uint64_t)st.st_mtim.tv_nsec + de->d_ino)) * 1099511628211ULL;
+    closedir(d);
+    return h;
+}
+
 /* The sizes of all blobs but sha. */
 static uint64_t blob_bytes(const hfs3_cache *c, const char *sha)
 {
@@ -224,6 +247,93 @@ static int not_ours(const hfs3_cache *c, const hfs3_gc_blob *b)
     return c->shared && b->uid != c->uid && c->uid != 0;
 }
 
+/* ---- pins: a blob a process is about to open, or that a `fetch` keeps for its model ----
+ * A pin is LOCK_SH on locks/<sha>.pin.lock, held by the shim from before it waits on a blob's fetch until its
+ * open has the file, and by `fetch` for each file of the model it fetches until it exits. hfs3_gc_remove takes
+ * LOCK_EX on it without waiting, so a pinned blob is busy. flock belongs to the open file: a dead holder's
+ * pin goes with it, nothing to clean up. The name ends in ".lock", so the shim's fork handler closes a
+ * pin's descriptor in a forked child (the parent's pin stays held). */
+
+static pthread_mutex_t pins_mu = PTHREAD_MUTEX_INITIALIZER;
+static char (*pins_here)[65]; /* the shas this process pins (hfs3_gc_pinned_here) */
+static size_t pins_n, pins_cap;
+
+static void pin_name(char *buf, size_t n, const char *sha)
+{
+    snprintf(buf, n, "%.64s" HFS3_GC_PIN_SUFFIX, sha);
+}
+
+int hfs3_gc_pin(const hfs3_cache *c, const char *sha)
+{
+    char name[96];
+    pin_name(name, sizeof name, sha);
+    int f = -1;
+    for (int tries = 0; f < 0 && tries < 16; tries++) {
+        f = hfs3_cache_openat(c, c->locks, name, O_RDONLY, NULL, c->p_locks);
+        if (f >= 0 || f != -ENOENT)
+            break;
+        f = openat(c->locks, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (f >= 0)
+            (void)fchmod(f, c->file_mode);
+        else if (errno != EEXIST)
+            return hfs3_err(-errno, "cache: %s/%s: %s", c->p_locks, name, strerror(errno));
+    }
+    if (f < 0)
+        return f;
+    /* a gc holds it exclusively only for one unlink: wait for that, never longer than a second */
+    for (int i = 0; flock(f, LOCK_SH | LOCK_NB) < 0; i++) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) || i >= 1000) {
+            int e = errno == EWOULDBLOCK ? EBUSY : errno;
+            close(f);
+            return hfs3_err(-e, "cache: pinning %s/%s: %s", c->p_locks, name, strerror(e));
+        }
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&pins_mu);
+    if (pins_n == pins_cap) {
+        size_t nc = pins_cap ? pins_cap * 2 : 64;
+        char(*nv)[65] = realloc(pins_here, nc * sizeof *nv);
+        if (nv) {
+            pins_here = nv;
+            pins_cap = nc;
+        }
+    }
+    if (pins_n < pins_cap)
+        snprintf(pins_here[pins_n++], 65, "%s", sha);
+    pthread_mutex_unlock(&pins_mu);
+    return f;
+}
+
+void hfs3_gc_unpin(int fd, const char *sha)
+{
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&pins_mu);
+    for (size_t i = 0; i < pins_n; i++)
+        if (!strcmp(pins_here[i], sha)) {
+            memcpy(pins_here[i], pins_here[--pins_n], 65);
+            break;
+        }
+    if (!pins_n) {
+        free(pins_here);
+        pins_here = NULL;
+        pins_cap = 0;
+    }
+    pthread_mutex_unlock(&pins_mu);
+    close(fd); /* releases the LOCK_SH */
+}
+
+int hfs3_gc_pinned_here(const char *sha)
+{
+    int hit = 0;
+    pthread_mutex_lock(&pins_mu);
+    for (size_t i = 0; i < pins_n && !hit; i++)
+        hit = !strcmp(pins_here[i], sha);
+    pthread_mutex_unlock(&pins_mu);
+    return hit;
+}
+
 /* Re-hashes the open blob fd: 1 it matches its name, 0 it does not, or an error. */
 static int blob_good(int fd, const char *sha, const char *dpath)
 {
@@ -249,7 +359,7 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
     struct stat st;
     snprintf(lock, sizeof lock, "%s.lock", b->sha);
     int had_lock = fstatat(c->locks, lock, &st, AT_SYMLINK_NOFOLLOW) == 0;
-    int fd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
+    int fd = -1, pfd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
     if (rc == -EWOULDBLOCK)
         return hfs3_err(-EBUSY, "%s/%s is being fetched or checked by another process", c->p_blobs, b->sha);
     if (rc < 0)
@@ -285,6 +395,27 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
             goto out;
         }
     }
+    /* a pinned blob (a process is about to open it, or a fetch keeps it for its model) stays. No pin file:
+     * nobody pins it now, and none is created here (no litter for every blob ever removed): a shim that pins
+     * later takes the blob's lock, held here, before it looks for the blob; `fetch`, which looks first, finds
+     * a file removed that way in its check at the end */
+    char pin[96];
+    pin_name(pin, sizeof pin, b->sha);
+    /* (fstatat first: a missing pin is the common case, and must not replace verify's message) */
+    pfd = fstatat(c->locks, pin, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
+              ? -ENOENT : hfs3_cache_openat(c, c->locks, pin, O_RDONLY, NULL, c->p_locks);
+    if (pfd == -ENOENT) {
+        pfd = -1;
+    } else if (pfd < 0) {
+        rc = pfd;
+        pfd = -1;
+        goto out;
+    } else if (flock(pfd, LOCK_EX | LOCK_NB) < 0) {
+        rc = errno == EWOULDBLOCK ? hfs3_err(-EBUSY, "%s/%s is pinned: a process is opening it, or a fetch keeps "
+                                             "it for its model", c->p_blobs, b->sha)
+                                  : hfs3_err(-errno, "flock %s/%s: %s", c->p_locks, pin, strerror(errno));
+        goto out;
+    }
     if (!dry_run && unlinkat(c->blobs, b->sha, 0) < 0) {
         int e = errno;
         rc = hfs3_err(e == EACCES ? -EPERM : -e, "removing %s/%s: %s", c->p_blobs, b->sha, strerror(e));
@@ -292,6 +423,7 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
     }
     rc = 0;
 out:
+    hfs3_cache_unlock(pfd);
     hfs3_cache_unlock(fd);
     return rc;
 }
@@ -317,10 +449,133 @@ const char *hfs3_gc_human(uint64_t n, char *buf, size_t len)
     return buf;
 }
 
+/* Why the cache cannot take need more bytes: the nonzero ones of what may not be removed, as "X are ..., Y
+ * are ..." into buf. */
+static const char *room_why(char *buf, size_t n, uint64_t tmp, uint64_t busy, uint64_t held, uint64_t foreign)
+{
+    const struct { uint64_t b; const char *what; } part[] = {
+        {held, "files this command holds for the model it is fetching"},
+        {foreign, "other users' files (only their owners may remove them)"},
+        {tmp, "fetches in progress or partial files left for a resume (tmp/)"},
+        {busy, "files being fetched, checked or opened right now"},
+    };
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+        if (!part[i].b)
+            continue;
+        char h[32];
+        int w = snprintf(buf + k, n - k, "%s%s are %s", k ? ", " : "", hfs3_gc_human(part[i].b, h, sizeof h),
+                         part[i].what);
+        if (w < 0 || (size_t)w >= n - k)
+            break;
+        k += (size_t)w;
+    }
+    if (!k)
+        snprintf(buf, n, "nothing else may be removed");
+    return buf;
+}
+
+/* One pass of make_room under gc.lock. 0 (it fits now), or -ENOSPC with the message set; *again says whether
+ * waiting can help: bytes that will become removable once a fetch in progress ends or an open has its file
+ * (tmp/, busy). *sig: a number that changes when that state moves (the caller's stall detection). */
+static int room_once(const hfs3_cache *c, const char *sha, uint64_t size, uint64_t need, uint64_t max, int *again,
+                     uint64_t *sig)
+{
+    char h1[32], h2[32], why[512];
+    *again = 0;
+    int lfd = -1, rc = hfs3_cache_lock(c, c->locks, GC_LOCK, c->p_locks, 0, &lfd, NULL);
+    if (rc < 0)
+        return rc;
+    hfs3_gc_blob *b = NULL;
+    size_t n = 0;
+    if ((rc = hfs3_gc_list(c, &b, &n)) < 0)
+        goto out;
+    uint64_t tmp = hfs3_gc_tmp_bytes(c), used = tmp, evictable = 0, foreign = 0, held = 0, busy_b = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(b[i].sha, sha))
+            continue; /* the one being fetched (only there when a racing install beat us: it fits) */
+        used += b[i].size;
+        if (not_ours(c, &b[i]))
+            foreign += b[i].size;
+        else if (hfs3_gc_pinned_here(b[i].sha))
+            held += b[i].size;
+        else
+            evictable += b[i].size;
+    }
+    *sig = (used * 31 + tmp) ^ tmp_state(c);
+    uint64_t avail = fs_avail(c);
+    /* what can never fit fails before anything is removed for it; what fits once the fetches in progress
+     * end is waited for (a fetch's next file starts while the previous one is still being installed) */
+    if (used - evictable + need > max) {
+        *again = foreign + held + need <= max;
+        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %s; "
+                      "nothing was removed or downloaded", hfs3_gc_human(size, h1, sizeof h1),
+                      getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2),
+                      room_why(why, sizeof why, tmp, 0, held, foreign));
+        goto out;
+    }
+    if (avail != UINT64_MAX && need > avail + evictable) {
+        char h3[32];
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free, %s more after removing "
+                      "every cached file it may; nothing was removed or downloaded", strerror(ENOSPC),
+                      hfs3_gc_human(size, h1, sizeof h1),
+                      c->dir,
+                      hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
+        goto out;
+    }
+    qsort(b, n, sizeof *b, cmp_lru);
+    size_t removed = 0, busy = 0;
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n && (used + need > max || need > avail); i++) {
+        if (!strcmp(b[i].sha, sha) || not_ours(c, &b[i]) || hfs3_gc_pinned_here(b[i].sha))
+            continue;
+        int r = hfs3_gc_remove(c, &b[i], 0, 0);
+        if (r == -EBUSY) {
+            busy++;
+            busy_b += b[i].size;
+            continue;
+        }
+        if (r < 0 && r != -ENOENT) {
+            hfs3_debug("cache: %s", hfs3_errmsg());
+            continue;
+        }
+        used -= b[i].size;
+        if (r == 0) {
+            removed++;
+            freed += b[i].size;
+            hfs3_debug("cache: removed %s (%" PRIu64 " bytes, last used %" PRId64 ") to make room", b[i].sha, b[i].size,
+                       b[i].last_use);
+        }
+        if (need > avail)
+            avail = fs_avail(c);
+    }
+    *sig = *sig * 31 + used * 7 + busy;
+    if (removed)
+        hfs3_info("cache: removed %zu least recently used files (%s) to stay within HFS3_CACHE_MAX=%s", removed,
+                  hfs3_gc_human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
+    if (used + need > max) {
+        *again = busy > 0 || tmp > 0;
+        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %s; "
+                      "nothing was downloaded", hfs3_gc_human(size, h1, sizeof h1), getenv("HFS3_CACHE_MAX"),
+                      hfs3_gc_human(max, h2, sizeof h2), room_why(why, sizeof why, tmp, busy_b, held, foreign));
+    } else if (need > avail) {
+        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free (removed files still "
+                      "open elsewhere free their space only when closed); nothing was downloaded", strerror(ENOSPC),
+                      hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
+    } else {
+        rc = 0;
+    }
+out:
+    free(b);
+    hfs3_cache_unlock(lfd);
+    return rc;
+}
+
 int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
 {
     uint64_t max = 0;
-    char h1[32], h2[32], h3[32];
+    char h1[32], h2[32];
     int budget = hfs3_gc_budget(c, &max);
     if (budget < 0)
         return budget;
@@ -341,85 +596,30 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
     /* the common case, the file fits: one readdir and one fstatat per blob, no lock, no last-use lookups */
     if (blob_bytes(c, sha) + hfs3_gc_tmp_bytes(c) + need <= max && need <= fs_avail(c))
         return 0;
-    int lfd = -1, rc = hfs3_cache_lock(c, c->locks, GC_LOCK, c->p_locks, 0, &lfd, NULL);
-    if (rc < 0)
-        return rc;
-    hfs3_gc_blob *b = NULL;
-    size_t n = 0;
-    if ((rc = hfs3_gc_list(c, &b, &n)) < 0)
-        goto out;
-    uint64_t used = hfs3_gc_tmp_bytes(c), evictable = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(b[i].sha, sha))
-            continue; /* the one being fetched (only there when a racing install beat us: it fits) */
-        used += b[i].size;
-        if (!not_ours(c, &b[i]))
-            evictable += b[i].size;
-    }
-    uint64_t avail = fs_avail(c);
-    /* what can never fit fails before anything is removed for it */
-    if (used - evictable + need > max) {
-        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %s "
-                      "are fetches in progress or other users' files; nothing was removed or downloaded",
-                      hfs3_gc_human(size, h1, sizeof h1), getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2),
-                      hfs3_gc_human(used - evictable, h3, sizeof h3));
-        goto out;
-    }
-    if (avail != UINT64_MAX && need > avail + evictable) {
-        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free, %s more after removing "
-                      "every cached file it may; nothing was removed or downloaded", strerror(ENOSPC),
-                      hfs3_gc_human(size, h1, sizeof h1),
-                      c->dir,
-                      hfs3_gc_human(avail, h2, sizeof h2), hfs3_gc_human(evictable, h3, sizeof h3));
-        goto out;
-    }
-    qsort(b, n, sizeof *b, cmp_lru);
-    size_t removed = 0, busy = 0, foreign = 0;
-    uint64_t freed = 0;
-    for (size_t i = 0; i < n && (used + need > max || need > avail); i++) {
-        if (!strcmp(b[i].sha, sha))
-            continue;
-        if (not_ours(c, &b[i])) {
-            foreign++;
-            continue;
+    /* Bytes of fetches in progress and blobs busy for a moment become removable when those end: wait while
+     * that state keeps moving, and give up after GC_ROOM_STALL seconds without a change (a dead fetch's
+     * partial file never moves). gc.lock is not held while waiting. */
+    uint64_t sig = 0, last = 0;
+    double changed = hfs3_now();
+    int said = 0;
+    for (;;) {
+        int again = 0;
+        int rc = room_once(c, sha, size, need, max, &again, &sig);
+        if (rc != -ENOSPC || !again)
+            return rc;
+        double now = hfs3_now();
+        if (sig != last) {
+            last = sig;
+            changed = now;
+        } else if (now - changed >= GC_ROOM_STALL) {
+            return hfs3_err(rc, "%s (after waiting %.0f s for them to change)", hfs3_errmsg(), now - changed);
         }
-        int r = hfs3_gc_remove(c, &b[i], 0, 0);
-        if (r == -EBUSY) {
-            busy++;
-            continue;
-        }
-        if (r < 0 && r != -ENOENT) {
-            hfs3_debug("cache: %s", hfs3_errmsg());
-            continue;
-        }
-        used -= b[i].size;
-        if (r == 0) {
-            removed++;
-            freed += b[i].size;
-            hfs3_debug("cache: removed %s (%" PRIu64 " bytes, last used %" PRId64 ") to make room", b[i].sha, b[i].size,
-                       b[i].last_use);
-        }
-        if (need > avail)
-            avail = fs_avail(c);
+        if (!said++)
+            hfs3_info("cache: waiting for fetches in progress to end to make room within HFS3_CACHE_MAX=%s",
+                      getenv("HFS3_CACHE_MAX"));
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
-    if (removed)
-        hfs3_info("cache: removed %zu least recently used files (%s) to stay within HFS3_CACHE_MAX=%s", removed,
-                  hfs3_gc_human(freed, h1, sizeof h1), getenv("HFS3_CACHE_MAX"));
-    if (used + need > max)
-        rc = hfs3_err(-ENOSPC, "the file is %s and the cache budget HFS3_CACHE_MAX=%s (%s) cannot make room: %zu "
-                      "files are busy, %zu are other users'; nothing was downloaded",
-                      hfs3_gc_human(size, h1, sizeof h1),
-                      getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2), busy, foreign);
-    else if (need > avail)
-        rc = hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free (removed files still "
-                      "open elsewhere free their space only when closed); nothing was downloaded", strerror(ENOSPC),
-                      hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
-    else
-        rc = 0;
-out:
-    free(b);
-    hfs3_cache_unlock(lfd);
-    return rc;
 }
 
 /* ---- mounts ---- */

@@ -127,7 +127,9 @@ int sh_reap(pid_t pid)
     while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
         ;
     errno = e;
-    return r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (r != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
 /* 1 when CACHE is shared with a group: it exists setgid and group-writable (hfs3_cache_check_dir's rule, so the
@@ -207,6 +209,37 @@ static void lock_close(int fd, int unlock)
         flock(fd, LOCK_UN);
     sh_r.close(fd);
     __atomic_sub_fetch(&locks_inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The pin of blob hex (include/hfs3/gc.h): LOCK_SH on CACHE/locks/<hex>.pin.lock, taken before an open waits on
+ * the blob's fetch and held until the open has the file, so that no gc (a fetch making room under
+ * HFS3_CACHE_MAX, `cache gc`) removes the blob between the helper's install and the open. A gc holds the pin
+ * exclusively for one unlink only: waited for up to a second, 1 ms at a time. fd, or -1 (no pin: the open
+ * goes on unprotected). The descriptor is a lock descriptor: closed in a forked child (sh_locks_after_fork),
+ * released when this process dies. */
+int sh_pin(const char *hex)
+{
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/locks/%s.pin.lock", sh_cache, hex) >= SH_SCR)
+        return -1;
+    int fd = lock_open(t->a);
+    if (fd < 0)
+        return -1;
+    for (int i = 0; flock(fd, LOCK_SH | LOCK_NB) < 0; i++) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) || i >= 1000) {
+            lock_close(fd, 0);
+            return -1;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return fd;
+}
+
+void sh_unpin(int fd)
+{
+    if (fd >= 0)
+        lock_close(fd, 0);   /* the close releases it (a forked child's copy was closed in the child) */
 }
 
 /* Progress of the fetch of one sha256: the helper writes tmp/<sha>.<16 random hex>.part, allocated at its full

@@ -53,6 +53,17 @@ static int blob_foreign(const char *path)
     return sh_verify_foreign && sh_r.lstat(path, &st) == 0 && st.st_uid != me && st.st_uid != 0;
 }
 
+/* 1 when the file at path was modified at or after t0 - slack_ns. */
+static int err_since(const char *path, const struct timespec *t0, long slack_ns)
+{
+    struct stat st;
+    if (sh_r.stat(path, &st) < 0)
+        return 0;
+    long long m = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    long long t = (long long)t0->tv_sec * 1000000000LL + t0->tv_nsec - slack_ns;
+    return m >= t;
+}
+
 static int never_done(const void *arg)
 {
     (void)arg;
@@ -62,8 +73,10 @@ static int never_done(const void *arg)
 /* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). With
  * HFS3_VERIFY_FOREIGN=1 a blob of another user is not used as it is: the helper's _get, under the blob's lock as
  * for a missing one, re-hashes it (and refuses it when it does not match). force: run the helper even when the
- * blob is there (it went away between this and the open: a gc removed it). */
-static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force)
+ * blob is there (it went away between this and the open: a gc removed it). Whenever it goes past the fast
+ * path it pins the blob first (sh_pin; *pin: the descriptor, -1 none), so that what it fetched or found is
+ * still there when the caller opens it; the caller unpins (sh_unpin) once the open is done, in every case. */
+static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force, int *pin)
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
@@ -85,6 +98,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     }
     if (sh_in_vfork())
         return -EIO;
+    if (*pin < 0)
+        *pin = sh_pin(hex);
     SH_SCRATCH(t);
     char *lk = t->a, *tmp = t->b, *why = t->d;
     snprintf(lk, SH_SCR, "%s/locks", sh_cache);
@@ -115,13 +130,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         return -EIO;
     }
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
-    if (foreign && rc == 0) {
-        /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
-        struct stat st;
-        if (sh_r.stat(lk, &st) == 0 && (st.st_mtim.tv_sec > t0.tv_sec ||
-                                        (st.st_mtim.tv_sec == t0.tv_sec && st.st_mtim.tv_nsec >= t0.tv_nsec)))
-            rc = 1;
-    }
+    if (foreign && rc == 0 && err_since(lk, &t0, 0))
+        rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
     if (!(foreign && rc) && sh_exists(blob)) {
         struct timespec s1;
         clock_gettime(CLOCK_MONOTONIC, &s1);
@@ -129,8 +139,27 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                (double)(s1.tv_sec - s0.tv_sec) + (double)(s1.tv_nsec - s0.tv_nsec) / 1e9);
         return 0;
     }
-    sh_read_line(lk, why, 512);
-    sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why[0] ? why : "(no reason recorded)");
+    /* the reason of this fetch only: a line left by an earlier one would name another failure (20 ms of
+     * slack: file times come from the kernel's coarse clock, which lags CLOCK_REALTIME by up to a tick) */
+    why[0] = 0;
+    if (err_since(lk, &t0, 20000000L))
+        sh_read_line(lk, why, 512);
+    if (!why[0]) {
+        /* the helper left no line in fails/: say what is known (never "no reason") */
+        if (rc > 128)
+            snprintf(why, 512, "the helper was killed by signal %d (%s) before it finished", rc - 128,
+                     strsignal(rc - 128));
+        else if (rc > 0)
+            snprintf(why, 512, "the helper exited with status %d without a reason (HFS3_LOG=debug shows its "
+                     "output)", rc);
+        else if (*pin < 0)
+            snprintf(why, 512, "the file was removed from the cache (a `cache gc` or HFS3_CACHE_MAX making room) "
+                     "before this open could pin it: try again");
+        else
+            snprintf(why, 512, "the helper ended without installing the file and without a reason (killed, or "
+                     "reaped by this program before it could tell)");
+    }
+    sh_log(0, "%s/%s: fetch failed: %s", m->path, sh_epath(m, e), why);
     return -EIO;
 }
 
@@ -212,17 +241,25 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         /* before this file's own fetch: the prefetcher takes the shards in order from now, and the file
          * opened here is fetched alongside it (or waited for, where the prefetcher has it) */
         maybe_prefetch(m, e);
-        if ((rc = ensure_blob(m, e, rp, SH_SCR, 0)) < 0)
+        int pin = -1;
+        if ((rc = ensure_blob(m, e, rp, SH_SCR, 0, &pin)) < 0) {
+            sh_unpin(pin);
             return rc;
+        }
         /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
          * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
         fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
         if (fd < 0 && errno == ENOENT && !sh_offline && !sh_in_vfork()) {
-            /* removed between the check and the open (a gc making room): fetch it once more */
-            if ((rc = ensure_blob(m, e, rp, SH_SCR, 1)) < 0)
+            /* removed between the check and the open (a gc making room): fetch it once more, pinned */
+            if ((rc = ensure_blob(m, e, rp, SH_SCR, 1, &pin)) < 0) {
+                sh_unpin(pin);
                 return rc;
+            }
             fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
         }
+        int oe = errno;
+        sh_unpin(pin);   /* the open has the file (or failed): a gc may remove the name now */
+        errno = oe;
         if (fd < 0 && errno == ELOOP) {
             sh_log(0, "%s: a symlink: not trusted, not read", rp);
             return -EIO;

@@ -329,7 +329,9 @@ gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's mem
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
-int sh_reap(pid_t pid);   /* the helper's exit status, or -1 when unknown (reaped by the host, killed) */
+int sh_reap(pid_t pid);   /* the helper's exit status, 128 + N killed by signal N, -1 unknown (reaped by the host) */
+int sh_pin(const char *hex);   /* LOCK_SH on locks/<hex>.pin.lock: no gc removes the blob meanwhile; fd or -1 */
+void sh_unpin(int fd);
 int sh_cache_shared(void);
 int sh_exists(const char *p);
 struct sh_lockjob {

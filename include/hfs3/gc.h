@@ -64,8 +64,17 @@ void hfs3_gc_mounts_free(hfs3_gc_mount *m, size_t n);
  * mount. Errors are ignored. */
 void hfs3_gc_note_remote(const hfs3_cache *c, int mfd, const char *mdir, const char *spec);
 
+/* Pins: a pinned blob is busy for hfs3_gc_remove (LOCK_SH on locks/<sha>.pin.lock, which a dead holder
+ * cannot leak: see gc.c). hfs3_gc_pin returns the pin's descriptor (waits up to a second for a gc's unlink to
+ * end), or -errno with the message set; hfs3_gc_unpin(fd, sha) releases it. hfs3_gc_pinned_here: 1 when this
+ * process pins sha (make_room does not try those, and says so). The shim pins by the same file. */
+#define HFS3_GC_PIN_SUFFIX ".pin.lock"
+int hfs3_gc_pin(const hfs3_cache *c, const char *sha);
+void hfs3_gc_unpin(int fd, const char *sha);
+int hfs3_gc_pinned_here(const char *sha);
+
 /* Removes blob b (dry_run: only checks it could) under its lock taken without waiting. 0 removed (or would
- * be), -EBUSY its lock is held (being fetched or checked), -EPERM another user's in a sticky directory
+ * be), -EBUSY its lock is held (being fetched or checked) or it is pinned, -EPERM another user's in a sticky directory
  * (only its owner or root may remove it), -ENOENT already gone, or another error. With check set, the blob
  * is first re-hashed under the lock and only removed when it does not match its name (the message says what
  * it hashes to): 1 it is good (kept); -EPERM then means bad but another user's. */

@@ -24,7 +24,7 @@ HFS3_CACHE_MAX=100K expect_exit 1 "member fetch that only root's blob could make
   as_user "$HFS3_BIN" _get s3test:models/m1 model.safetensors
 grep -q "model.safetensors: the file is 40.0 MiB, more than the whole cache budget" "$WORK/err" || { cat "$WORK/err"; fail "too large"; }
 HFS3_CACHE_MAX=40M expect_exit 1 "member fetch blocked by root's blob" as_user "$HFS3_BIN" _get s3test:models/m1 model.safetensors
-grep -q "cannot make room: .* are fetches in progress or other users' files; nothing was removed or downloaded" "$WORK/err" ||
+grep -q "cannot make room: .* are other users' files (only their owners may remove them); nothing was removed or downloaded" "$WORK/err" ||
   { cat "$WORK/err"; fail "other users' message"; }
 [ -e "$HFS3_CACHE_DIR/blobs/$tok" ] && [ -e "$HFS3_CACHE_DIR/blobs/$cfg" ] || fail "removed for nothing"
 ok "budget: $(grep -o 'cannot make room.*' "$WORK/err" | head -c 120)"

@@ -4,8 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +68,19 @@ static int has_blob(const char *dir, const char *sha)
     return access(path, F_OK) == 0;
 }
 
+struct unlock_later {
+    int fd, ms;
+};
+
+static void *unlock_later(void *arg)
+{
+    struct unlock_later *u = arg;
+    struct timespec ts = {0, u->ms * 1000000L};
+    nanosleep(&ts, NULL);
+    hfs3_cache_unlock(u->fd);
+    return NULL;
+}
+
 static void eviction(void)
 {
     char dir[256], a[65], b[65], c3[65], d[65], fresh[65];
@@ -116,16 +131,47 @@ static void eviction(void)
     CHECK_EQ_INT(hfs3_gc_make_room(c, d, 4500), 0);
     CHECK(!has_blob(dir, b) && has_blob(dir, d));
 
-    /* a busy blob (its lock held) is skipped; when that leaves no room: -ENOSPC */
+    /* a busy blob (its lock held) is skipped, and waited for: the room is made once its lock is free */
     put_blob(dir, 'e', 1000, 500, a);
     int lfd = -1;
     char lname[80];
     snprintf(lname, sizeof lname, "%s.lock", a);
     CHECK_EQ_INT(hfs3_cache_lock(c, c->locks, lname, c->p_locks, 0, &lfd, NULL), 0);
-    CHECK_EQ_INT(hfs3_gc_make_room(c, fresh, 4500), -ENOSPC);
-    CHECK(strstr(hfs3_errmsg(), "1 files are busy") != NULL);
+    pthread_t th;
+    struct unlock_later ul = {lfd, 300};
+    CHECK(pthread_create(&th, NULL, unlock_later, &ul) == 0);
+    double t0 = hfs3_now();
+    CHECK_EQ_INT(hfs3_gc_make_room(c, fresh, 4500), 0);
+    CHECK(hfs3_now() - t0 >= 0.25);
+    pthread_join(th, NULL);
+    CHECK(!has_blob(dir, a));
+
+    /* a pinned blob (LOCK_SH on locks/<sha>.pin.lock, by any process or descriptor) is busy for remove */
+    put_blob(dir, 'e', 1000, 500, a);
+    hfs3_gc_blob pb = {.size = 1000, .uid = getuid()};
+    memcpy(pb.sha, a, 65);
+    char pname[512];
+    snprintf(pname, sizeof pname, "%s/locks/%s" HFS3_GC_PIN_SUFFIX, dir, a);
+    int pfd = open(pname, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    CHECK(pfd >= 0 && flock(pfd, LOCK_SH) == 0);
+    CHECK_EQ_INT(hfs3_gc_remove(c, &pb, 0, 0), -EBUSY);
+    CHECK(strstr(hfs3_errmsg(), "is pinned") != NULL);
     CHECK(has_blob(dir, a));
-    hfs3_cache_unlock(lfd);
+    /* a pin of this process: make_room does not try it, and says so without waiting */
+    close(pfd);
+    int pin = hfs3_gc_pin(c, a);
+    CHECK(pin >= 0 && hfs3_gc_pinned_here(a));
+    setenv("HFS3_CACHE_MAX", "1500", 1);
+    t0 = hfs3_now();
+    CHECK_EQ_INT(hfs3_gc_make_room(c, fresh, 1000), -ENOSPC);
+    CHECK(hfs3_now() - t0 < 2);
+    CHECK(strstr(hfs3_errmsg(), "1000 B are files this command holds for the model it is fetching") != NULL);
+    CHECK(has_blob(dir, a));
+    hfs3_gc_unpin(pin, a);
+    CHECK(!hfs3_gc_pinned_here(a));
+    CHECK_EQ_INT(hfs3_gc_remove(c, &pb, 0, 0), 0);
+    put_blob(dir, 'e', 1000, 500, a);
+    setenv("HFS3_CACHE_MAX", "5000", 1);
 
     /* verify's re-hash: a good blob is kept, a bad one removed */
     hfs3_gc_blob good = {.size = 1000, .uid = getuid()};
