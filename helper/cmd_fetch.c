@@ -16,6 +16,7 @@
 
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/durable.h"
 #include "hfs3/explain.h"
 #include "hfs3/fetch.h"
 #include "hfs3/gc.h"
@@ -244,6 +245,9 @@ fail:
 out:
     if (lock_fd >= 0)
         close(lock_fd);
+    /* the caller has its answer (the lock is free): the flush goes on without it */
+    if (c)
+        hfs3_flush_spawn(c);
     hfs3_manifest_free(m);
     hfs3_remote_free(r);
     hfs3_cache_free(c);
@@ -490,6 +494,7 @@ int cmd_prefetch(int argc, char **argv)
                       .o = {.lock_fd = -1}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
+    hfs3_flush_pending(c); /* this process is detached already: the flush waits for nobody */
 out:
     free(order);
     hfs3_manifest_free(m);
@@ -698,6 +703,9 @@ int cmd_fetch(int argc, char **argv)
         status = failed ? 1 : 0;
     }
 out:
+    /* every file is in the cache: the flush to disk goes on after this command returns */
+    if (c)
+        hfs3_flush_spawn(c);
     free(repos);
     hfs3_cache_free(c);
     hfs3_remote_free(r);

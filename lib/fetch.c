@@ -6,6 +6,7 @@
  * then, and is installed by renameat between the cache's checked directory descriptors. Not here: the cache
  * rules and locks (cache.c, cachefs.c), HTTP and retries (s3.c). */
 #include "hfs3/fetch.h"
+#include "hfs3/durable.h"
 #include "hfs3/explain.h"
 #include "hfs3/gc.h"
 
@@ -120,6 +121,7 @@ typedef struct fetch_job {
     const hfs3_fetch_file *f;
     const hfs3_fetch_opts *o;
     int fd, done_fd;
+    int sync;             /* HFS3_DURABLE=sync: flushed before the install (else recorded in unflushed/) */
     char part[256], done[256]; /* their names under tmp/ */
     uint64_t chunk;
     uint32_t nchunks, next;
@@ -279,7 +281,7 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
     free(g.etag);
-    if (rc == 0 && (rc = sink_flush(&s)) == 0)
+    if (rc == 0 && (rc = sink_flush(&s)) == 0 && j->sync)
         /* start writing the range to disk now, so that the fsync before the install waits for the last ranges
          * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
         sync_file_range(j->fd, (off64_t)off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
@@ -380,7 +382,7 @@ static void *worker(void *arg)
         /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync
          * before the install finds nothing left to write (bench/: a loader waits for both, one after the
          * other, on every shard); a hint like the writeback above, the install's fsync is the one that counts */
-        if (all)
+        if (all && j->sync)
             (void)fdatasync(j->fd);
     }
     free(wbuf);
@@ -535,13 +537,21 @@ static int create_temp(fetch_job *j, int sidecar)
 
 /* Installs the verified temp file tmp/part (open as fd) as blobs/<sha>: its final mode through fd, then
  * renameat between the checked descriptors, never over an existing blob; the name renamed must still be the
- * file that was hashed, before and after. 0, 1 (a blob was there already: part is removed, the caller checks
- * that blob), or an error. */
-static int install_blob(const hfs3_cache *c, int fd, const char *part, const char *sha)
+ * file that was hashed, before and after. Durability (durable.h): sync flushes the file first; otherwise it is
+ * recorded in unflushed/ (durably) before the rename, and flushed later; when the record cannot be written the
+ * file is flushed now. *unflushed (may be NULL) is set when the blob was installed recorded, not flushed.
+ * 0, 1 (a blob was there already: part is removed, the caller checks that blob), or an error. */
+static int install_blob(const hfs3_cache *c, int fd, const char *part, const char *sha, int sync, int *unflushed)
 {
     struct stat a, b;
-    if (fchmod(fd, c->blob_mode) < 0 || fsync(fd) < 0 || fstat(fd, &a) < 0)
+    if (!sync && hfs3_unflushed_mark(c, sha) < 0) {
+        hfs3_debug("%s; flushing %s before its install instead", hfs3_errmsg(), sha);
+        sync = 1;
+    }
+    if (fchmod(fd, c->blob_mode) < 0 || (sync && fsync(fd) < 0) || fstat(fd, &a) < 0)
         return hfs3_err(-errno, "%s/%s: %s", c->p_tmp, part, strerror(errno));
+    if (unflushed)
+        *unflushed = !sync;
     if (fstatat(c->tmp, part, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return hfs3_err(-EIO, "cache: %s/%s is no longer the file that was verified; refusing to install it",
                         c->p_tmp, part);
@@ -578,8 +588,11 @@ static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_
 /* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was
  * removed), or the error that refuses it: not a regular file or of an owner the rules refuse, more than one
  * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
- * not match. */
-static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
+ * not match. A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
+ * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
+ * comes back with the lock): flushed and its record removed when it matches, removed and fetched again
+ * otherwise. */
+static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked)
 {
     struct stat st;
     int fd = hfs3_cache_openat(c, c->blobs, f->sha256, O_RDONLY, &st, c->p_blobs);
@@ -601,6 +614,25 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
                       (long long)st.st_size, f->size, (unsigned)st.st_uid);
     } else if (c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
         int v = verify_fd(c, fd, f, st.st_uid);
+        if (v < 0)
+            rc = v;
+    }
+    if (rc == 1 && hfs3_unflushed_state(c, f->sha256) == 2) {
+        if (!locked) {
+            close(fd);
+            return 0;
+        }
+        hfs3_info("%s/%s was installed under another boot and not known to be on disk; verifying it again",
+                  c->p_blobs, f->sha256);
+        char hex[65];
+        int v = hfs3_sha256_fd(fd, hex, NULL);
+        if (v == 0 && strcmp(hex, f->sha256) != 0)
+            v = hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, hashes to %s "
+                         "(torn by a crash?); refusing it", c->p_blobs, f->sha256, hex);
+        else if (v < 0)
+            v = hfs3_err(v, "reading %s/%s: %s", c->p_blobs, f->sha256, strerror(-v));
+        else if ((v = hfs3_unflushed_settle(c, f->sha256, fd)) < 0)
+            v = hfs3_err(v, "flushing %s/%s: %s", c->p_blobs, f->sha256, strerror(-v));
         if (v < 0)
             rc = v;
     }
@@ -758,9 +790,9 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         rc = hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s", j->f->path, j->f->sha256, hex);
         goto out;
     }
-    rc = install_blob(j->c, j->fd, j->part, j->f->sha256);
+    rc = install_blob(j->c, j->fd, j->part, j->f->sha256, j->sync, &res->unflushed);
     if (rc == 1)
-        rc = blob_check(j->c, j->f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+        rc = blob_check(j->c, j->f, 1) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
 out:
     for (int t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
@@ -798,10 +830,11 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
     int fd = hfs3_cache_mktemp(c->tmp, f->sha256, ".part", part, sizeof part, c->p_tmp);
     if (fd < 0)
         return fd;
-    int rc = install_blob(c, fd, part, f->sha256);
+    /* nothing to flush in an empty file: lost in a crash, it is just missing */
+    int rc = install_blob(c, fd, part, f->sha256, 1, NULL);
     close(fd);
     if (rc == 1)
-        rc = blob_check(c, f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+        rc = blob_check(c, f, 1) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
     else if (rc < 0)
         unlinkat(c->tmp, part, 0);
     return rc;
@@ -823,7 +856,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     char lockname[80], errname[80];
     snprintf(lockname, sizeof lockname, "%s.lock", f->sha256);
     snprintf(errname, sizeof errname, "%s.err", f->sha256);
-    if ((rc = blob_check(c, f)) < 0)
+    if ((rc = blob_check(c, f, o->lock_fd >= 0)) < 0)
         goto failed;
     if (rc == 1) {
         rc = 0;
@@ -836,7 +869,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         if (rc < 0)
             goto failed;
-        if ((rc = blob_check(c, f)) < 0)
+        if ((rc = blob_check(c, f, 1)) < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -854,7 +887,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     if (f->size == 0) {
         rc = fetch_empty(c, f);
     } else {
-        fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1};
+        fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1, .sync = hfs3_durable_sync()};
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
         int nthreads;
         int digests = f->chunks && f->chunk_size && strlen(f->chunks) == 64 * ((f->size + f->chunk_size - 1) /
@@ -898,7 +931,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     }
     if (rc < 0)
         goto failed;
-    (void)fsync(c->blobs);
+    if (!res->unflushed)
+        (void)fsync(c->blobs);
     unlinkat(c->fails, errname, 0); /* another user's in a sticky fails/: it stays, the blob is what counts */
     goto out;
 failed:

@@ -40,9 +40,46 @@ static void maybe_prefetch(struct sh_mount *m, uint32_t e)
         sh_reap(pid);
 }
 
+/* This boot's id (include/hfs3/durable.h): HFS3_TEST_BOOT_ID (tests only), else the kernel's. 0 or -1. */
+static int boot_id(char out[37])
+{
+    if (sh_test_boot_id[0]) {
+        memcpy(out, sh_test_boot_id, 37);
+        return 0;
+    }
+    int fd = sh_r.open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t k = read(fd, out, 36);
+    sh_r.close(fd);
+    out[36] = 0;
+    return k == 36 ? 0 : -1;
+}
+
+/* Whether the blob at path (CACHE/blobs/<name>) is there and may be used as it is. A blob the helper installed
+ * before flushing it has CACHE/unflushed/<name> holding the boot id: under another boot a crash may have torn
+ * it, and the shim cannot hash, so it counts as missing: the helper's _get verifies it (or fetches it again). No
+ * record (the common case: the blob is on disk) costs one failed open. */
+static int blob_usable(const char *blob)
+{
+    if (!sh_exists(blob))
+        return 0;
+    const char *name = strrchr(blob, '/');
+    SH_SCRATCH(t);
+    if (!name || (size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, name + 1) >= SH_SCR)
+        return 0;
+    int fd = sh_cache_open(t->a, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT;
+    char rec[37], id[37];
+    ssize_t k = read(fd, rec, 36);
+    sh_r.close(fd);
+    return k == 36 && boot_id(id) == 0 && !memcmp(rec, id, 36);
+}
+
 static int blob_there(const void *blob)
 {
-    return sh_exists(blob);
+    return blob_usable(blob);
 }
 
 /* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
@@ -70,7 +107,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     if ((size_t)snprintf(blob, n, "%s/blobs/%s", sh_cache, hex) >= n)
         return -ENAMETOOLONG;
     int foreign = blob_foreign(blob);
-    if (!force && !foreign && sh_exists(blob))
+    if (!force && !foreign && blob_usable(blob))
         return 0;
     if (sh_offline) {
         if (foreign) {
@@ -78,9 +115,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                    "verified, not read", m->path, sh_epath(m, e));
             return -EIO;
         }
-        if (sh_exists(blob))
+        if (blob_usable(blob))
             return 0;
-        sh_log(1, "%s/%s: not in the cache and HFS3_OFFLINE=1", m->path, sh_epath(m, e));
+        sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
+               sh_exists(blob) ? " (a copy not known to be on disk before the last restart: not verified)" : "");
         return -EIO;
     }
     if (sh_in_vfork())
@@ -122,7 +160,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                                         (st.st_mtim.tv_sec == t0.tv_sec && st.st_mtim.tv_nsec >= t0.tv_nsec)))
             rc = 1;
     }
-    if (!(foreign && rc) && sh_exists(blob)) {
+    if (!(foreign && rc) && blob_usable(blob)) {
         struct timespec s1;
         clock_gettime(CLOCK_MONOTONIC, &s1);
         sh_log(2, "%s: fetched in %.1f s", label,

@@ -53,6 +53,7 @@ typedef struct hfs3_fetch_result {
     uint64_t bytes_resumed;   /* bytes of a killed fetch reused from tmp/ */
     int refetched_chunks;     /* chunks fetched again because their digest did not match */
     int refetched_files;      /* whole-file fetches again because the sha256 did not match */
+    int unflushed;            /* 1: installed before its flush (durable.h): the caller runs hfs3_flush_spawn */
 } hfs3_fetch_result;
 
 /* Fetches f into c's blobs/<f->sha256>. 0 when the blob exists at the end (res->cached says whether it

@@ -315,7 +315,7 @@ refused "mounts/K/manifest.json a symlink to A's file" "is a symlink"
 victim_ok "forged manifest"
 
 # a non-member (C) can write nothing anywhere in the shared cache
-for d in . blobs tmp locks fails mounts "mounts/$K"; do
+for d in . blobs tmp locks fails mounts unflushed "mounts/$K"; do
   if as "$C" bash -c ": >'$S/$d/c-was-here'" 2>/dev/null; then fail "non-member C wrote into $d"; fi
 done
 ok "non-member C cannot create anything in the shared cache"

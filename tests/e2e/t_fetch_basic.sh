@@ -24,7 +24,7 @@ for f in config.json tokenizer.json model.safetensors sub/empty.txt; do
   cmp -s "$b" "$WORK/m/$f" || fail "blob of $f differs"
   [ "$(stat -c %a "$b")" = 444 ] || fail "blob mode $(stat -c %a "$b")"
 done
-for d in "" blobs tmp locks fails mounts; do
+for d in "" blobs tmp locks fails mounts unflushed; do
   [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 700 ] || fail "mode of cache dir '$d'"
 done
 [ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty: $(ls "$HFS3_CACHE_DIR/tmp")"

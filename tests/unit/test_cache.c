@@ -126,8 +126,8 @@ static void test_open_private(void)
         return;
     CHECK_EQ_INT(c->shared, 0);
     CHECK_EQ_INT(mode_of(p), 0700);
-    const char *subs[] = {"blobs", "tmp", "locks", "fails", "mounts"};
-    for (int i = 0; i < 5; i++) {
+    const char *subs[] = {"blobs", "tmp", "locks", "fails", "mounts", "unflushed"};
+    for (int i = 0; i < 6; i++) {
         snprintf(s, sizeof s, "%s/%s", p, subs[i]);
         CHECK_EQ_INT(mode_of(s), 0700);
     }
