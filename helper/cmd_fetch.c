@@ -21,6 +21,7 @@
 #include "hfs3/fetch.h"
 #include "hfs3/gc.h"
 #include "hfs3/hub.h"
+#include "hfs3/index.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
 #include "hfs3/util.h"
@@ -108,13 +109,32 @@ static int load_manifest(const hfs3_cache *c, const char *spec, hfs3_remote **r,
     return hfs3_mount_load(c, spec, m);
 }
 
+/* Whether files with chunk digests are checked chunk by chunk as they arrive, into the mount's cblobs/ (moved
+ * into blobs/ by the flush once their sha256 matched: lib/fetch.c), rather than verified whole before the install.
+ * HFS3_VERIFY=chunks or whole; unset: dflt (chunks for the shim's loads, whole for `fetch`, which warms the
+ * shared blobs/ for every model). */
+static int verify_chunks(int dflt)
+{
+    const char *v = getenv("HFS3_VERIFY");
+    if (v && !strcmp(v, "chunks"))
+        return 1;
+    if (v && !strcmp(v, "whole"))
+        return 0;
+    if (v && *v)
+        hfs3_warn("HFS3_VERIFY=%s is neither chunks nor whole; ignored", v);
+    return dflt;
+}
+
 static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_manifest *m, const hfs3_entry *e,
-                       const hfs3_fetch_opts *o, hfs3_fetch_result *res)
+                       const hfs3_fetch_opts *o, hfs3_fetch_result *res, int chunks)
 {
     char *key = hfs3_remote_key(r, e->path);
     if (!key)
         return hfs3_err(-ENOMEM, "out of memory");
-    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks};
+    char mkey[17];
+    hfs3_mountkey(r->spec, mkey); /* the mount whose manifest vouches for the chunk digests */
+    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks,
+                         chunks ? mkey : NULL};
     int rc = hfs3_fetch(c, r, &f, o, res);
     if (rc < 0 && rc != -EWOULDBLOCK)
         hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
@@ -227,7 +247,7 @@ int cmd_get(int argc, char **argv)
         goto fail_sha;
     }
     hfs3_fetch_opts o = {.lock_fd = lock_fd};
-    rc = fetch_entry(c, r, m, e, &o, NULL);
+    rc = fetch_entry(c, r, m, e, &o, NULL, verify_chunks(1));
     if (rc < 0)
         errline(hfs3_errmsg()); /* fetch wrote fails/<sha>.err itself */
     else
@@ -348,6 +368,7 @@ typedef struct fetch_files {
     fetch_progress *p;        /* its mutex guards next and the counts */
     hfs3_fetch_opts o;
     const char *prefetch;     /* _prefetch SPEC: debug lines, no error lines */
+    int chunks;               /* verify_chunks() */
     pthread_mutex_t slot_mu;  /* the download slot: which lane is downloading */
     pthread_cond_t slot_cv;
     int slot_busy;
@@ -398,7 +419,7 @@ static void *fetch_files_run(void *arg)
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
         hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
-        int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
+        int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res, ff->chunks);
         slot_release(l);   /* cached, failed, or never downloaded here */
         pthread_mutex_lock(&p->mu);
         if (ff->prefetch) {
@@ -491,7 +512,7 @@ int cmd_prefetch(int argc, char **argv)
     fetch_progress p = {.on = 0};
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .prefetch = spec,
-                      .o = {.lock_fd = -1}};
+                      .chunks = verify_chunks(1), .o = {.lock_fd = -1}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
     hfs3_flush_pending(c); /* this process is detached already: the flush waits for nobody */
@@ -534,7 +555,7 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     pthread_mutex_init(&p.mu, NULL);
     for (size_t k = 0; k < n; k++)
         p.total += m->entries[order[k]].size;
-    fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p,
+    fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .chunks = verify_chunks(0),
                       .o = {.lock_fd = -1, .progress = progress_bytes, .progress_ud = &p}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);

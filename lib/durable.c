@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hfs3/explain.h"
+#include "hfs3/fetch.h"
 #include "hfs3/log.h"
 #include "hfs3/util.h"
 
@@ -77,9 +78,9 @@ int hfs3_unflushed_state(const hfs3_cache *c, const char *name)
     return same ? 1 : 2;
 }
 
-int hfs3_unflushed_settle(const hfs3_cache *c, const char *name, int fd)
+int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd)
 {
-    if (fdatasync(fd) < 0 || fsync(c->blobs) < 0)
+    if (fdatasync(fd) < 0 || fsync(dir) < 0)
         return -errno;
     /* a record that stays (another user's, in the sticky unflushed/) only costs a hash after a reboot */
     if (unlinkat(c->unflushed, name, 0) < 0 && errno != ENOENT)
@@ -92,13 +93,48 @@ typedef struct flush_scan {
     int flushed;
 } flush_scan;
 
-/* Blob names: <sha256>, or <sha256>.c<64 hex> (a blob checked by its chunk digests). */
+/* Record names: <sha256> (blobs/<sha256>), or <sha256>.m<mount key> (mounts/<key>/cblobs/<sha256>, a blob
+ * checked by that mount's chunk digests). */
 static int blob_name_ok(const char *name)
 {
     size_t n = strlen(name);
     return hfs3_is_sha256_hex(name) ||
-           (n == 64 + 2 + 64 && name[64] == '.' && name[65] == 'c' && strspn(name, "0123456789abcdef") == 64 &&
-            strspn(name + 66, "0123456789abcdef") == 64);
+           (n == 64 + 2 + 16 && name[64] == '.' && name[65] == 'm' && strspn(name, "0123456789abcdef") == 64 &&
+            strspn(name + 66, "0123456789abcdef") == 16);
+}
+
+/* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
+ * that sha256 may use it (and gc counts it). A mismatch means the manifest's chunks and sha256 disagree: the blob
+ * stays in that mount's cblobs/, which nothing else reads (dropping it would fail the open that is about to use
+ * it, and fetch it again at the next). Under the blob's lock; fd is cblobs/<sha> open. */
+static void promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
+{
+    char hex[65];
+    struct stat a, b;
+    if (hfs3_sha256_fd(fd, hex, NULL) < 0 || fstat(fd, &a) < 0)
+        return;
+    if (strcmp(hex, sha) != 0) {
+        hfs3_debug("mounts/.../cblobs/%s hashes to %s: its manifest's chunk digests and sha256 disagree; it stays "
+                   "that mount's own", sha, hex);
+        return;
+    }
+    /* the name must still be the file that was hashed (a member's own file could have been swapped) */
+    if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return;
+    int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
+    if (r < 0 && errno == EEXIST) {
+        unlinkat(cdir, sha, 0);
+        return;
+    }
+    if (r < 0)
+        return;
+    if (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        hfs3_warn("cache: %s/%s was replaced right after it was installed; removing it", c->p_blobs, sha);
+        unlinkat(c->blobs, sha, 0);
+        return;
+    }
+    (void)fsync(c->blobs);
+    (void)fsync(cdir);
 }
 
 static int flush_one(void *ud, const char *name)
@@ -117,16 +153,30 @@ static int flush_one(void *ud, const char *name)
         hfs3_err(0, "%s", saved);
         return 0;
     }
-    int fd = openat(c->blobs, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
-        unlinkat(c->unflushed, name, 0); /* its blob was removed (gc): nothing left to flush */
+    char sha[65];
+    snprintf(sha, sizeof sha, "%.64s", name);
+    int dir = c->blobs, chunked = name[64] != 0;
+    if (chunked) {
+        char *p = NULL;
+        dir = hfs3_fetch_cblobs(c, name + 66, &p);
+        free(p);
+    }
+    int fd = dir < 0 ? -1 : openat(dir, sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && (dir == -ENOENT || errno == ENOENT)) {
+        unlinkat(c->unflushed, name, 0); /* its blob was removed (gc) or promoted: nothing left to flush */
     } else if (fd >= 0) {
         struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && hfs3_unflushed_settle(c, name, fd) == 0)
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && hfs3_unflushed_settle(c, dir, name, fd) == 0) {
             s->flushed++;
+            if (chunked)
+                promote(c, dir, sha, fd);
+        }
         close(fd);
     }
+    if (chunked && dir >= 0)
+        close(dir);
     hfs3_cache_unlock(lk);
+    hfs3_err(0, "%s", saved);
     return 0;
 }
 
@@ -168,6 +218,9 @@ void hfs3_flush_spawn(const hfs3_cache *c)
     setsid();
     if (fork() != 0)
         _exit(0);
+    /* the flush and the hash of a promotion yield to the program that is loading */
+    if (nice(10) < 0) {
+    }
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
         dup2(nul, 0);

@@ -1,13 +1,14 @@
 /* durable.h - when a verified blob reaches the disk (docs/internals.md "Durability"). A blob is installed
  * under its name as soon as its bytes are verified and in the page cache; the flush (fdatasync of the blob,
  * fsync of blobs/) happens afterwards, in a detached process once the helper has answered. Until then
- * CACHE/unflushed/<name> (the blob's name under blobs/) holds the boot id (/proc/sys/kernel/random/boot_id) of
+ * CACHE/unflushed/<name> (<sha256> for blobs/<sha256>, <sha256>.m<key> for a chunk-checked mounts/<key>/cblobs/
+ * <sha256>, which the flush then moves into blobs/ once its whole sha256 matched) holds the boot id (/proc/sys/kernel/random/boot_id) of
  * the kernel whose page cache has the bytes. The record is fsynced, and its directory too, before the blob is
  * renamed into blobs/, so a blob name that survived a crash always has its record beside it; it is removed only
  * after the blob and blobs/ were flushed. Under the boot that wrote it a recorded blob is served (the page cache
  * is the truth); under another boot it is hashed again before use (the helper) or taken as missing (the shim,
  * which cannot hash: the helper's _get then re-verifies it). HFS3_DURABLE=sync keeps the old way (each blob
- * flushed before its install, no record). Owns: the records, the boot id, the flush. */
+ * flushed before its install, no record). Owns: the records, the boot id, the flush and the move into blobs/. */
 #ifndef HFS3_DURABLE_H
 #define HFS3_DURABLE_H
 
@@ -30,11 +31,12 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name);
  * boot, or unreadable (the blob must be verified again before it is trusted). */
 int hfs3_unflushed_state(const hfs3_cache *c, const char *name);
 
-/* Flushes the blob open as fd (fdatasync, then blobs/) and removes its record. 0 or -errno. */
-int hfs3_unflushed_settle(const hfs3_cache *c, const char *name, int fd);
+/* Flushes the blob open as fd (fdatasync, then its directory dir) and removes its record name. 0 or -errno. */
+int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd);
 
 /* Flushes every blob recorded under this boot whose lock is free (a blob being fetched is its fetcher's), and
- * removes a record whose blob is gone. Records of another boot are left for the next use, which verifies the
+ * removes a record whose blob is gone. A chunk-checked blob (a mount's cblobs/, fetch.h) is then hashed whole
+ * and moved into blobs/ when it matches its sha256 (else it stays its mount's own). Records of another boot are left for the next use, which verifies the
  * blob. Returns the number of blobs flushed. */
 int hfs3_flush_pending(const hfs3_cache *c);
 
