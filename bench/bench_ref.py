@@ -89,6 +89,19 @@ def fetch():
     return run([hfs3, "fetch", remote], env_hfs3(c))
 
 
+def fetch_chunks():
+    """issue 21: chunk digests checked as each range arrives (no read-back); the flush and the whole-file hash that
+    moves each file into blobs/ run after the answer, in a detached process (its CPU is counted: cgroup)"""
+    c = fresh(os.path.join(work, "cache"))
+    return run([hfs3, "fetch", remote], dict(env_hfs3(c), HFS3_VERIFY="chunks"))
+
+
+def fetch_sync():
+    """the path before issue 21: every file flushed before its install (kept for comparison)"""
+    c = fresh(os.path.join(work, "cache"))
+    return run([hfs3, "fetch", remote], dict(env_hfs3(c), HFS3_DURABLE="sync"))
+
+
 def shim_env(c):
     return dict(env_hfs3(c), HFS3_HELPER=hfs3, HFS3_MOUNTS=f"/models/refbench={remote}", LD_PRELOAD=shim)
 
@@ -101,6 +114,13 @@ def shim_py():
 def shim_mmap():
     c = fresh(os.path.join(work, "cache"))
     return run([sys.executable, os.path.join(root, "bench/mmap_loader.py"), "/models/refbench"], shim_env(c))
+
+
+def shim_mmap_sync():
+    """the cold load before issue 21: each file verified whole and flushed before its open returns"""
+    c = fresh(os.path.join(work, "cache"))
+    return run([sys.executable, os.path.join(root, "bench/mmap_loader.py"), "/models/refbench"],
+               dict(shim_env(c), HFS3_DURABLE="sync", HFS3_VERIFY="whole"))
 
 
 def warmed():
@@ -128,8 +148,11 @@ cases = {
     "write alone (dd from /dev/zero, 1 MiB blocks, fdatasync each file)": (write_alone, "yes (zeros, nothing received)"),
     "sha256 alone (openssl dgst, the same bytes from the page cache)": (sha_alone, "no (hashes only)"),
     "hfs3-manifest fetch (sha256 verified)": (fetch, True),
+    "hfs3-manifest fetch, HFS3_VERIFY=chunks (chunk digests as ranges arrive)": (fetch_chunks, True),
+    "hfs3-manifest fetch, HFS3_DURABLE=sync (flushed before install: the old path)": (fetch_sync, True),
     "cold load through the shim: Python loader": (shim_py, True),
     "cold load through the shim: mmap loader": (shim_mmap, True),
+    "cold load through the shim, HFS3_DURABLE=sync HFS3_VERIFY=whole (the old path): mmap loader": (shim_mmap_sync, True),
     # the loaders' own work, everything cached: a cold load can overlap it with the download but not skip it
     "warm load through the shim (all cached): Python loader": (warm_py, "no (all cached)"),
     "warm load through the shim (all cached): mmap loader": (warm_mmap, "no (all cached)"),
@@ -178,7 +201,25 @@ for kind in ("Python loader", "mmap loader"):
 # way (curl8, to /dev/null) and hashed once (sha_alone)
 cpu_floor = med([a + b for a, b in zip(res["curl, 8 ranged GETs per file, to /dev/null"]["cpu"],
                                        res["sha256 alone (openssl dgst, the same bytes from the page cache)"]["cpu"])]) / gib
-summary = {"cpu_floor": cpu_floor, "overlap": overlap, "floor": floor, "last_file": last, "gib": gib, "files": len(files), "rounds": rounds, "cpu_source": cpu_source,
+# issue 21's targets, per round against tools of the same round: fetch wall / rclone copy; cold load / (rclone copy +
+# warm load), the "download everything first" path; fetch CPU / the floor above
+rcl = res["rclone copy (http backend, 8 streams)"]["wall"]
+floor_r = [a + b for a, b in zip(res["curl, 8 ranged GETs per file, to /dev/null"]["cpu"],
+                                 res["sha256 alone (openssl dgst, the same bytes from the page cache)"]["cpu"])]
+fetch_rows = [fetch_k, "hfs3-manifest fetch, HFS3_VERIFY=chunks (chunk digests as ranges arrive)",
+              "hfs3-manifest fetch, HFS3_DURABLE=sync (flushed before install: the old path)"]
+targets = {"fetch_x_rclone": {k: med([a / b for a, b in zip(res[k]["wall"], rcl)]) for k in fetch_rows},
+           "fetch_cpu_x_floor": {k: med([a / b for a, b in zip(res[k]["cpu"], floor_r)]) for k in fetch_rows},
+           "cold_x_rclone_warm": {name: med([c / (r + w) for c, r, w in zip(res[cold]["wall"], rcl, res[warm]["wall"])])
+                                  for name, cold, warm in (
+               ("Python loader", "cold load through the shim: Python loader",
+                "warm load through the shim (all cached): Python loader"),
+               ("mmap loader", "cold load through the shim: mmap loader",
+                "warm load through the shim (all cached): mmap loader"),
+               ("mmap loader, old path (HFS3_DURABLE=sync HFS3_VERIFY=whole)",
+                "cold load through the shim, HFS3_DURABLE=sync HFS3_VERIFY=whole (the old path): mmap loader",
+                "warm load through the shim (all cached): mmap loader"))}}
+summary = {"targets": targets, "cpu_floor": cpu_floor, "overlap": overlap, "floor": floor, "last_file": last, "gib": gib, "files": len(files), "rounds": rounds, "cpu_source": cpu_source,
            "rows": rows, "mmap_first_byte_s": med(fb), "py_ttfb_s": med(ttfb), "shard_bytes": max(sizes.values())}
 json.dump(summary, open(out_json, "w"), indent=1)
 shutil.rmtree(work, ignore_errors=True)
@@ -194,5 +235,10 @@ print(f"CPU floor of a verified download before it writes a byte (curl to /dev/n
       f"fetch {med(res[fetch_k]['cpu']) / gib:.2f}")
 print(f"floor of a cold load (fetch + the loader's work on the last file, {last}): " +
       ", ".join(f"{k} {v['floor_x_fetch']:.2f}x fetch, cold load {v['cold_x_floor']:.2f}x the floor" for k, v in floor.items()))
+print("issue 21 (per-round medians): fetch wall / rclone copy: " +
+      ", ".join(f"{k.split(',')[1].strip() if ',' in k else 'default'} {v:.2f}x" for k, v in targets["fetch_x_rclone"].items()) +
+      "; fetch CPU / floor: " +
+      ", ".join(f"{k.split(',')[1].strip() if ',' in k else 'default'} {v:.2f}x" for k, v in targets["fetch_cpu_x_floor"].items()) +
+      "; cold load / (rclone copy + warm load): " + ", ".join(f"{k} {v:.2f}x" for k, v in targets["cold_x_rclone_warm"].items()))
 print(f"first open -> first byte of the first shard (mmap loader): {med(fb):.3f} s (the shard is "
       f"{max(sizes.values()) / 2**20:.0f} MiB); Python loader's time to first byte from its start: {med(ttfb):.3f} s")

@@ -39,6 +39,15 @@ if "floor" in ref:
              "size), which no download can overlap. Per round: " +
              "; ".join(f"{k}: the floor is {v['floor_x_fetch']:.2f}x fetch, the cold load {v['cold_x_floor']:.2f}x the floor"
                        for k, v in ref["floor"].items()) + ".\n")
+if "targets" in ref:
+    t = ref["targets"]
+    short = lambda k: k.split(", ", 1)[1].split(" (")[0] if ", " in k else "default"
+    L.append("\nIssue 21's targets (medians of per-round ratios to tools of the same round): `fetch` wall / rclone copy "
+             "(target 0.8x or less): " + ", ".join(f"{short(k)} {v:.2f}x" for k, v in t["fetch_x_rclone"].items()) +
+             "; `fetch` CPU / the floor (target 1.15x or less): " +
+             ", ".join(f"{short(k)} {v:.2f}x" for k, v in t["fetch_cpu_x_floor"].items()) +
+             "; cold load / (rclone copy + warm load) (target 0.75x or less): " +
+             ", ".join(f"{k} {v:.2f}x" for k, v in t["cold_x_rclone_warm"].items()) + ".\n")
 L.append(f"\nFirst open to first byte of the first shard (mmap loader): {ref['mmap_first_byte_s']:.3f} s "
          f"(its shard is {ref['shard_bytes'] / 2**20:.0f} MiB); the Python loader's time to first byte from its "
          f"start: {ref['py_ttfb_s']:.3f} s.\n")
@@ -112,7 +121,7 @@ if peers:
     if os.path.exists(os.path.join(res, "peers-note.md")):   # a note on the run, written by whoever ran it
         L.append(open(os.path.join(res, "peers-note.md")).read().strip() + "\n")
 for name, title in [("shim.txt", "The shim outside its mounts"), ("node.txt", "Against the local Node S3 server"),
-                    ("hash.txt", "Hashing")]:
+                    ("hash.txt", "Hashing"), ("verify.txt", "Verification of one file by 1 and 2 threads (issue 21)")]:
     p = os.path.join(res, name)
     if os.path.exists(p):
         L.append(f"## {title}\n\n```\n{open(p).read().strip()}\n```\n")

@@ -28,6 +28,7 @@ else
   python3 scripts/gen_model.py flat "$WORK/model" --shards "$mb,$mb,$mb,$mb" --seed 11
   rclone copy "$WORK/model" s3test:models/bench
   python3 bench/hash_bench.py "$WORK/model" s3test:models/bench "${BENCH_NODE_ROUNDS:-2}" | tee "$WORK/results/hash.txt"
+  python3 bench/verify_scale.py 1024 "${BENCH_NODE_ROUNDS:-2}" "$WORK/results/verify.json" | tee "$WORK/results/verify.txt"
   WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_nginx.sh
   # bench_fetch.sh builds the manifest in the Node server that bench_shim_overhead.sh's mount reads
   WORK=$WORK HFS3_ROOT=$ROOT BENCH_ROUNDS=${BENCH_NODE_ROUNDS:-2} bash bench/bench_fetch.sh | tee "$WORK/results/node.txt"

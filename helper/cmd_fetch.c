@@ -17,10 +17,12 @@
 
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/durable.h"
 #include "hfs3/explain.h"
 #include "hfs3/fetch.h"
 #include "hfs3/gc.h"
 #include "hfs3/hub.h"
+#include "hfs3/index.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
 #include "hfs3/util.h"
@@ -108,13 +110,32 @@ static int load_manifest(const hfs3_cache *c, const char *spec, hfs3_remote **r,
     return hfs3_mount_load(c, spec, m);
 }
 
+/* Whether files with chunk digests are checked chunk by chunk as they arrive, into the mount's cblobs/ (moved
+ * into blobs/ by the flush once their sha256 matched: lib/fetch.c), rather than verified whole before the install.
+ * HFS3_VERIFY=chunks or whole; unset: dflt (chunks for the shim's loads, whole for `fetch`, which warms the
+ * shared blobs/ for every model). */
+static int verify_chunks(int dflt)
+{
+    const char *v = getenv("HFS3_VERIFY");
+    if (v && !strcmp(v, "chunks"))
+        return 1;
+    if (v && !strcmp(v, "whole"))
+        return 0;
+    if (v && *v)
+        hfs3_warn("HFS3_VERIFY=%s is neither chunks nor whole; ignored", v);
+    return dflt;
+}
+
 static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_manifest *m, const hfs3_entry *e,
-                       const hfs3_fetch_opts *o, hfs3_fetch_result *res)
+                       const hfs3_fetch_opts *o, hfs3_fetch_result *res, int chunks)
 {
     char *key = hfs3_remote_key(r, e->path);
     if (!key)
         return hfs3_err(-ENOMEM, "out of memory");
-    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks};
+    char mkey[17];
+    hfs3_mountkey(r->spec, mkey); /* the mount whose manifest vouches for the chunk digests */
+    hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks,
+                         chunks ? mkey : NULL};
     int rc = hfs3_fetch(c, r, &f, o, res);
     if (rc < 0 && rc != -EWOULDBLOCK)
         hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
@@ -227,7 +248,7 @@ int cmd_get(int argc, char **argv)
         goto fail_sha;
     }
     hfs3_fetch_opts o = {.lock_fd = lock_fd};
-    rc = fetch_entry(c, r, m, e, &o, NULL);
+    rc = fetch_entry(c, r, m, e, &o, NULL, verify_chunks(1));
     if (rc < 0)
         errline(hfs3_errmsg()); /* fetch wrote fails/<sha>.err itself */
     else
@@ -245,6 +266,9 @@ fail:
 out:
     if (lock_fd >= 0)
         close(lock_fd);
+    /* the caller has its answer (the lock is free): the flush goes on without it */
+    if (c)
+        hfs3_flush_spawn(c);
     hfs3_manifest_free(m);
     hfs3_remote_free(r);
     hfs3_cache_free(c);
@@ -348,6 +372,7 @@ typedef struct fetch_files {
     int *pins;                /* `fetch` under a budget: each file's pin (hfs3_gc_pin), -1 none; else NULL */
     size_t npins, pin_cap;    /* pins held, and at most (descriptors left for the fetches themselves) */
     unsigned char *failed_k;  /* which files failed (reported already) */
+    int chunks;               /* verify_chunks() */
     pthread_mutex_t slot_mu;  /* the download slot: which lane is downloading */
     pthread_cond_t slot_cv;
     int slot_busy;
@@ -404,7 +429,7 @@ static void *fetch_files_run(void *arg)
         if (ff->pins && __atomic_load_n(&ff->npins, __ATOMIC_ACQUIRE) < ff->pin_cap &&
             (ff->pins[k] = hfs3_gc_pin(ff->c, e->sha256)) >= 0)
             __atomic_add_fetch(&ff->npins, 1, __ATOMIC_ACQ_REL);
-        int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
+        int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res, ff->chunks);
         slot_release(l);   /* cached, failed, or never downloaded here */
         if (rc < 0 && ff->failed_k)
             ff->failed_k[k] = 1;
@@ -499,9 +524,10 @@ int cmd_prefetch(int argc, char **argv)
     fetch_progress p = {.on = 0};
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .prefetch = spec,
-                      .o = {.lock_fd = -1}};
+                      .chunks = verify_chunks(1), .o = {.lock_fd = -1}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
+    hfs3_flush_pending(c); /* this process is detached already: the flush waits for nobody */
 out:
     free(order);
     hfs3_manifest_free(m);
@@ -580,7 +606,7 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     }
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .pins = pins, .failed_k = failed_k,
-                      .pin_cap = pin_cap,
+                      .pin_cap = pin_cap, .chunks = verify_chunks(0),
                       .o = {.lock_fd = -1, .progress = progress_bytes, .progress_ud = &p}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
@@ -772,6 +798,9 @@ int cmd_fetch(int argc, char **argv)
         status = failed ? 1 : 0;
     }
 out:
+    /* every file is in the cache: the flush to disk goes on after this command returns */
+    if (c)
+        hfs3_flush_spawn(c);
     free(repos);
     hfs3_cache_free(c);
     hfs3_remote_free(r);

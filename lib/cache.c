@@ -22,7 +22,7 @@
 #include "hfs3/s3.h"
 #include "hfs3/util.h"
 
-static const char *const cache_subdirs[] = {"blobs", "tmp", "locks", "fails", "mounts"};
+static const char *const cache_subdirs[] = {"blobs", "tmp", "locks", "fails", "mounts", "unflushed"};
 
 static const char *env_nonempty(const char *name)
 {
@@ -274,7 +274,7 @@ void hfs3_cache_free(hfs3_cache *c)
 {
     if (!c)
         return;
-    int fds[] = {c->fd, c->blobs, c->tmp, c->locks, c->fails, c->mounts};
+    int fds[] = {c->fd, c->blobs, c->tmp, c->locks, c->fails, c->mounts, c->unflushed};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -283,15 +283,16 @@ void hfs3_cache_free(hfs3_cache *c)
     free(c->p_locks);
     free(c->p_fails);
     free(c->p_mounts);
+    free(c->p_unflushed);
     free(c->dir);
     free(c);
 }
 
-/* Opens (creating) the five subdirectories. */
+/* Opens (creating) the six subdirectories. */
 static int open_subdirs(hfs3_cache *c)
 {
-    int *fds[] = {&c->blobs, &c->tmp, &c->locks, &c->fails, &c->mounts};
-    char **paths[] = {&c->p_blobs, &c->p_tmp, &c->p_locks, &c->p_fails, &c->p_mounts};
+    int *fds[] = {&c->blobs, &c->tmp, &c->locks, &c->fails, &c->mounts, &c->unflushed};
+    char **paths[] = {&c->p_blobs, &c->p_tmp, &c->p_locks, &c->p_fails, &c->p_mounts, &c->p_unflushed};
     for (size_t i = 0; i < sizeof cache_subdirs / sizeof cache_subdirs[0]; i++) {
         if (!(*paths[i] = join2(c->dir, cache_subdirs[i])))
             return hfs3_err(-ENOMEM, "out of memory");
@@ -309,7 +310,7 @@ int hfs3_cache_open(const char *dir, hfs3_cache **out)
     hfs3_cache *c = calloc(1, sizeof *c);
     if (!c)
         return hfs3_err(-ENOMEM, "out of memory");
-    c->fd = c->blobs = c->tmp = c->locks = c->fails = c->mounts = -1;
+    c->fd = c->blobs = c->tmp = c->locks = c->fails = c->mounts = c->unflushed = -1;
     c->uid = geteuid();
     c->verify_foreign = hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0);
     c->dir = dir ? hfs3_strdup(dir) : hfs3_cache_dir_from_env();

@@ -1,11 +1,14 @@
 /* fetch.c - the parallel verified fetcher: one file entry into CACHE/blobs/<sha256>. Worker threads (one
  * hfs3_s3 connection each) take ranges in order and pwrite them into tmp/<sha>.part; the calling thread
- * hashes the contiguous completed prefix from the file (page cache) while later ranges still arrive;
+ * hashes the contiguous completed prefix from the file (page cache) while later ranges still arrive; or, with
+ * chunk digests and a mount (hfs3_fetch_file.mount), each worker checks its range's digest as it arrives and
+ * nothing is read back: the file goes to that mount's cblobs/ (durable.c moves it into blobs/ later);
  * completed range numbers go to tmp/<sha>.<random>.done so a killed fetch resumes. Nothing reaches blobs/
  * before its sha256 matched; the temp file is this user's, 0600, O_EXCL under an unpredictable name until
  * then, and is installed by renameat between the cache's checked directory descriptors. Not here: the cache
  * rules and locks (cache.c, cachefs.c), HTTP and retries (s3.c). */
 #include "hfs3/fetch.h"
+#include "hfs3/durable.h"
 #include "hfs3/explain.h"
 #include "hfs3/gc.h"
 
@@ -120,6 +123,7 @@ typedef struct fetch_job {
     const hfs3_fetch_file *f;
     const hfs3_fetch_opts *o;
     int fd, done_fd;
+    int sync;             /* HFS3_DURABLE=sync: flushed before the install (else recorded in unflushed/) */
     char part[256], done[256]; /* their names under tmp/ */
     uint64_t chunk;
     uint32_t nchunks, next;
@@ -131,7 +135,12 @@ typedef struct fetch_job {
     char errmsg[1024];
     uint64_t fetched;
     int refetched;        /* chunks fetched again after a digest mismatch */
-    int instream;         /* chunk digests checked as each range arrives (after the whole file did not match) */
+    int instream;         /* chunk digests checked as each range arrives */
+    int rechecked;        /* instream after a whole-file mismatch: each chunk's first try was the damaged one */
+    int direct;           /* checked by its chunk digests alone, for the mount's cblobs/ (no whole-file hash) */
+    int cdir;             /* direct: mounts/<key>/cblobs, checked */
+    const char *cpath;    /* its path, for messages */
+    char rec[96];         /* direct: its name in unflushed/, "<sha256>.m<key>" */
     uint32_t ndone;       /* ranges in the .part (CH_DONE) */
     char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
@@ -279,7 +288,7 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
     free(g.etag);
-    if (rc == 0 && (rc = sink_flush(&s)) == 0)
+    if (rc == 0 && (rc = sink_flush(&s)) == 0 && j->sync)
         /* start writing the range to disk now, so that the fsync before the install waits for the last ranges
          * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
         sync_file_range(j->fd, (off64_t)off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
@@ -322,7 +331,7 @@ static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf
      * second reply gives equal wrong chunks, and still heals on the next try */
     char got[65] = "";
     /* after a whole-file mismatch this chunk's first try was the damaged one (recheck_chunks said so) */
-    for (int t = j->instream ? 2 : 1;; t++) {
+    for (int t = j->rechecked ? 2 : 1;; t++) {
         int rc = fetch_chunk(j, s3, i, wbuf, got);
         if (rc != -EBADMSG || t >= HFS3_FETCH_CHUNK_TRIES)
             return rc;
@@ -380,12 +389,23 @@ static void *worker(void *arg)
         /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync
          * before the install finds nothing left to write (bench/: a loader waits for both, one after the
          * other, on every shard); a hint like the writeback above, the install's fsync is the one that counts */
-        if (all)
+        if (all && j->sync)
             (void)fdatasync(j->fd);
     }
     free(wbuf);
     hfs3_s3_free(s3);
     return NULL;
+}
+
+/* Waits until every range is in (each checked by its digest as it arrived). 0 or the job's error. */
+static int wait_all(fetch_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    while (j->ndone < j->nchunks && !j->err)
+        pthread_cond_wait(&j->cv, &j->mu);
+    int rc = j->err;
+    pthread_mutex_unlock(&j->mu);
+    return rc;
 }
 
 /* Hashes the file's chunks in order as they complete. 0 and hex set, or the job's error. */
@@ -533,29 +553,58 @@ static int create_temp(fetch_job *j, int sidecar)
     return 0;
 }
 
+/* Where a blob lives: blobs/ (verified by its whole-file sha256, shared by every manifest), or a mount's
+ * cblobs/ (verified by the chunk digests of that mount's manifest alone: only that mount reads it). rec: its
+ * name in unflushed/ (durable.h). */
+typedef struct blob_at {
+    int dir;
+    const char *dpath;
+    const char *rec;
+    int chunked;
+} blob_at;
+
+static void at_shared(const hfs3_cache *c, const hfs3_fetch_file *f, blob_at *a)
+{
+    a->dir = c->blobs;
+    a->dpath = c->p_blobs;
+    a->rec = f->sha256;
+    a->chunked = 0;
+}
+
 /* Installs the verified temp file tmp/part (open as fd) as blobs/<sha>: its final mode through fd, then
  * renameat between the checked descriptors, never over an existing blob; the name renamed must still be the
- * file that was hashed, before and after. 0, 1 (a blob was there already: part is removed, the caller checks
- * that blob), or an error. */
-static int install_blob(const hfs3_cache *c, int fd, const char *part, const char *sha)
+ * file that was hashed, before and after. Durability (durable.h): sync flushes the file first; otherwise it is
+ * recorded in unflushed/ (durably) before the rename, and flushed later; when the record cannot be written the
+ * file is flushed now. *unflushed (may be NULL) is set when the blob was installed recorded, not flushed.
+ * 0, 1 (a blob was there already: part is removed, the caller checks that blob), or an error. */
+static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const char *part, const char *sha, int sync,
+                        int *unflushed)
 {
     struct stat a, b;
-    if (fchmod(fd, c->blob_mode) < 0 || fsync(fd) < 0 || fstat(fd, &a) < 0)
+    if (!sync && hfs3_unflushed_mark(c, at->rec) < 0) {
+        hfs3_debug("%s; flushing %s before its install instead", hfs3_errmsg(), sha);
+        sync = 1;
+    }
+    if (fchmod(fd, c->blob_mode) < 0 || (sync && fsync(fd) < 0) || fstat(fd, &a) < 0)
         return hfs3_err(-errno, "%s/%s: %s", c->p_tmp, part, strerror(errno));
+    if (unflushed)
+        *unflushed = !sync;
     if (fstatat(c->tmp, part, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return hfs3_err(-EIO, "cache: %s/%s is no longer the file that was verified; refusing to install it",
                         c->p_tmp, part);
-    int r = renameat2(c->tmp, part, c->blobs, sha, RENAME_NOREPLACE);
+    int r = renameat2(c->tmp, part, at->dir, sha, RENAME_NOREPLACE);
     if (r < 0 && (errno == EINVAL || errno == ENOSYS))
-        r = renameat(c->tmp, part, c->blobs, sha); /* a file system without RENAME_NOREPLACE */
+        r = renameat(c->tmp, part, at->dir, sha); /* a file system without RENAME_NOREPLACE */
     if (r < 0 && errno == EEXIST) {
         unlinkat(c->tmp, part, 0);
         return 1;
     }
     if (r < 0)
-        return hfs3_err(-errno, "rename %s/%s to %s/%s: %s", c->p_tmp, part, c->p_blobs, sha, strerror(errno));
-    if (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-        return hfs3_err(-EIO, "cache: %s/%s was replaced right after it was installed; refusing", c->p_blobs, sha);
+        return hfs3_err(-errno, "rename %s/%s to %s/%s: %s", c->p_tmp, part, at->dpath, sha, strerror(errno));
+    if (fstatat(at->dir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return hfs3_err(-EIO, "cache: %s/%s was replaced right after it was installed; refusing", at->dpath, sha);
+    if (sync)
+        (void)fsync(at->dir);
     return 0;
 }
 
@@ -578,36 +627,64 @@ static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_
 /* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was
  * removed), or the error that refuses it: not a regular file or of an owner the rules refuse, more than one
  * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
- * not match. */
-static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f)
+ * not match. A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
+ * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
+ * comes back with the lock): flushed and its record removed when it matches, removed and fetched again
+ * otherwise. */
+static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at)
 {
     struct stat st;
-    int fd = hfs3_cache_openat(c, c->blobs, f->sha256, O_RDONLY, &st, c->p_blobs);
+    int fd = hfs3_cache_openat(c, at->dir, f->sha256, O_RDONLY, &st, at->dpath);
     if (fd == -ENOENT)
         return 0;
     int rc = 1;
     if (fd < 0) {
         rc = fd;
-        if (fstatat(c->blobs, f->sha256, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(at->dir, f->sha256, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return rc;
     } else if (st.st_nlink != 1) {
         /* a blob has no other name: a hard link planted here could be any file of this user's */
         rc = hfs3_err(-EPERM, "cache: %s/%s of uid %u has %lu links (a hard link to a file elsewhere?); refusing "
-                      "it (ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      "it (ask uid %u or root to remove it)", at->dpath, f->sha256, (unsigned)st.st_uid,
                       (unsigned long)st.st_nlink, (unsigned)st.st_uid);
     } else if ((uint64_t)st.st_size != f->size) {
         rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld bytes, the manifest says %" PRIu64 "; refusing it "
-                      "(ask uid %u or root to remove it)", c->p_blobs, f->sha256, (unsigned)st.st_uid,
+                      "(ask uid %u or root to remove it)", at->dpath, f->sha256, (unsigned)st.st_uid,
                       (long long)st.st_size, f->size, (unsigned)st.st_uid);
     } else if (c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
         int v = verify_fd(c, fd, f, st.st_uid);
         if (v < 0)
             rc = v;
     }
+    if (rc == 1 && hfs3_unflushed_state(c, at->rec) == 2) {
+        if (!locked) {
+            close(fd);
+            return 0;
+        }
+        hfs3_info("%s/%s was installed under another boot and not known to be on disk; verifying it again",
+                  at->dpath, f->sha256);
+        char hex[65];
+        uint32_t bad = 0;
+        int v = at->chunked ? hfs3_fetch_check_chunks(fd, f->size, f->chunk_size, f->chunks, &bad)
+                            : hfs3_sha256_fd(fd, hex, NULL);
+        if (v == 0 && at->chunked && bad)
+            v = hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, has %u chunk%s "
+                         "not matching the manifest's digests (torn by a crash?); refusing it", at->dpath, f->sha256,
+                         bad, bad == 1 ? "" : "s");
+        else if (v == 0 && !at->chunked && strcmp(hex, f->sha256) != 0)
+            v = hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, hashes to %s "
+                         "(torn by a crash?); refusing it", at->dpath, f->sha256, hex);
+        else if (v < 0)
+            v = hfs3_err(v, "reading %s/%s: %s", at->dpath, f->sha256, strerror(-v));
+        else if ((v = hfs3_unflushed_settle(c, at->dir, at->rec, fd)) < 0)
+            v = hfs3_err(v, "flushing %s/%s: %s", at->dpath, f->sha256, strerror(-v));
+        if (v < 0)
+            rc = v;
+    }
     if (fd >= 0)
         close(fd);
     /* a bad entry of this user's own is ours to remove and fetch again; another user's stays refused */
-    if (rc < 0 && st.st_uid == c->uid && unlinkat(c->blobs, f->sha256, 0) == 0) {
+    if (rc < 0 && st.st_uid == c->uid && unlinkat(at->dir, f->sha256, 0) == 0) {
         hfs3_warn("%s; removed it, fetching it again", hfs3_errmsg());
         return 0;
     }
@@ -724,8 +801,26 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         rc = hfs3_err(-ENOMEM, "out of memory");
         goto out;
     }
+    if (j->direct)
+        j->instream = 1;
     if ((rc = start_workers(j, tids, nthreads, &started)) < 0)
         goto out;
+    if (j->direct) {
+        /* every chunk was checked against its digest as it arrived: nothing is read back */
+        rc = wait_all(j);
+        for (int t = 0; t < started; t++)
+            pthread_join(tids[t], NULL);
+        started = 0;
+        if (rc) {
+            hfs3_err(rc, "%s", j->errmsg);
+            goto out;
+        }
+        blob_at mine = {j->cdir, j->cpath, j->rec, 1};
+        rc = install_blob(j->c, &mine, j->fd, j->part, j->f->sha256, j->sync, &res->unflushed);
+        if (rc == 1)
+            rc = blob_check(j->c, j->f, 1, &mine) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+        goto out;
+    }
     char hex[65];
     /* The common path hashes each byte once: the whole file, in order, as ranges complete. Chunk digests are
      * read only when it does not match (or on resume): then the damaged chunks alone are fetched again, each
@@ -748,7 +843,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         }
         if (bad == 0)
             break;
-        j->instream = 1;
+        j->instream = j->rechecked = 1;
         j->next = 0;
         if ((rc = start_workers(j, tids, bad < nthreads ? bad : nthreads, &started)) < 0)
             goto out;
@@ -758,9 +853,11 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         rc = hfs3_err(-EBADMSG, "sha256 mismatch for %s: expected %s got %s", j->f->path, j->f->sha256, hex);
         goto out;
     }
-    rc = install_blob(j->c, j->fd, j->part, j->f->sha256);
+    blob_at shared;
+    at_shared(j->c, j->f, &shared);
+    rc = install_blob(j->c, &shared, j->fd, j->part, j->f->sha256, j->sync, &res->unflushed);
     if (rc == 1)
-        rc = blob_check(j->c, j->f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+        rc = blob_check(j->c, j->f, 1, &shared) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
 out:
     for (int t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
@@ -777,7 +874,7 @@ out:
     j->fetched = 0;
     j->err = 0;
     j->next = 0;
-    j->instream = 0;
+    j->instream = j->rechecked = 0;
     /* both are this fetch's own (created O_EXCL, or checked as the user's own): nobody else can rename
      * them in tmp/ (private, or sticky) */
     if (rc < 0 && j->part[0])
@@ -798,10 +895,13 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
     int fd = hfs3_cache_mktemp(c->tmp, f->sha256, ".part", part, sizeof part, c->p_tmp);
     if (fd < 0)
         return fd;
-    int rc = install_blob(c, fd, part, f->sha256);
+    /* nothing to flush in an empty file: lost in a crash, it is just missing */
+    blob_at shared;
+    at_shared(c, f, &shared);
+    int rc = install_blob(c, &shared, fd, part, f->sha256, 1, NULL);
     close(fd);
     if (rc == 1)
-        rc = blob_check(c, f) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
+        rc = blob_check(c, f, 1, &shared) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
     else if (rc < 0)
         unlinkat(c->tmp, part, 0);
     return rc;
@@ -820,10 +920,30 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     if (!hfs3_is_sha256_hex(f->sha256))
         return hfs3_err(-EINVAL, "%s: %s: malformed sha256", r->spec, f->path);
     int rc, lock_fd = -1;
-    char lockname[80], errname[80];
+    char lockname[80], errname[80], rec[96];
     snprintf(lockname, sizeof lockname, "%s.lock", f->sha256);
     snprintf(errname, sizeof errname, "%s.err", f->sha256);
-    if ((rc = blob_check(c, f)) < 0)
+    int digests = f->chunks && f->chunk_size && strlen(f->chunks) == 64 * ((f->size + f->chunk_size - 1) /
+                                                                           f->chunk_size);
+    /* With chunk digests (and the default durability) the file is checked chunk by chunk as it arrives, on the
+     * receiving threads, and never read back: it goes to the mount's cblobs/, which only this mount reads
+     * (another manifest could lie about the chunks of the same sha256); the detached flush moves it into
+     * blobs/ once its whole-file sha256 matched (durable.c). A blob already in blobs/ serves everyone. */
+    blob_at shared, mine = {-1, NULL, rec, 1};
+    at_shared(c, f, &shared);
+    char *cpath = NULL;
+    if (digests && f->size > 0 && f->mount && !hfs3_durable_sync()) {
+        snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->mount);
+        if ((mine.dir = hfs3_fetch_cblobs(c, f->mount, &cpath)) < 0) {
+            hfs3_debug("%s: %s; verifying %s whole instead", r->spec, hfs3_errmsg(), f->path);
+            mine.dir = -1;
+        }
+        mine.dpath = cpath;
+    }
+    const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
+    if ((rc = blob_check(c, f, o->lock_fd >= 0, &shared)) == 0 && at2)
+        rc = blob_check(c, f, o->lock_fd >= 0, at2);
+    if (rc < 0)
         goto failed;
     if (rc == 1) {
         rc = 0;
@@ -836,7 +956,9 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         if (rc < 0)
             goto failed;
-        if ((rc = blob_check(c, f)) < 0)
+        if ((rc = blob_check(c, f, 1, &shared)) == 0 && at2)
+            rc = blob_check(c, f, 1, at2);
+        if (rc < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -854,11 +976,11 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     if (f->size == 0) {
         rc = fetch_empty(c, f);
     } else {
-        fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1};
+        fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1, .sync = hfs3_durable_sync(),
+                       .direct = at2 != NULL, .cdir = mine.dir, .cpath = cpath};
+        snprintf(j.rec, sizeof j.rec, "%s", rec);
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
         int nthreads;
-        int digests = f->chunks && f->chunk_size && strlen(f->chunks) == 64 * ((f->size + f->chunk_size - 1) /
-                                                                               f->chunk_size);
         if (f->chunks && !digests) {
             rc = hfs3_err(-EINVAL, "chunk digests do not match the size");
             goto failed;
@@ -898,7 +1020,6 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     }
     if (rc < 0)
         goto failed;
-    (void)fsync(c->blobs);
     unlinkat(c->fails, errname, 0); /* another user's in a sticky fails/: it stays, the blob is what counts */
     goto out;
 failed:
@@ -908,5 +1029,65 @@ out:
     if (rc == 0)
         hfs3_gc_touch(c, f->sha256); /* last use, for the least-recently-used eviction */
     hfs3_cache_unlock(lock_fd);
+    if (mine.dir >= 0)
+        close(mine.dir);
+    free(cpath);
+    return rc;
+}
+
+int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path)
+{
+    *path = NULL;
+    if (strlen(mountkey) != 16 || strspn(mountkey, "0123456789abcdef") != 16)
+        return hfs3_err(-EINVAL, "malformed mount key \"%s\"", mountkey);
+    char *mpath = hfs3_cache_path(c, "mounts", mountkey, NULL);
+    if (!mpath)
+        return hfs3_err(-ENOMEM, "out of memory");
+    int mfd = hfs3_cache_opendir(c, c->mounts, mountkey, 0, 0, c->p_mounts);
+    /* sticky like blobs/: a member of a shared cache cannot replace what another one verified */
+    int fd = mfd < 0 ? mfd : hfs3_cache_opendir(c, mfd, "cblobs", c->dir_mode, 1, mpath);
+    if (mfd >= 0)
+        close(mfd);
+    free(mpath);
+    if (fd >= 0 && !(*path = hfs3_cache_path(c, "mounts", mountkey, "/cblobs"))) {
+        close(fd);
+        return hfs3_err(-ENOMEM, "out of memory");
+    }
+    return fd;
+}
+
+int hfs3_fetch_check_chunks(int fd, uint64_t size, uint64_t chunk_size, const char *chunks, uint32_t *bad)
+{
+    *bad = 0;
+    if (!chunk_size || !chunks || strlen(chunks) != 64 * ((size + chunk_size - 1) / chunk_size))
+        return -EINVAL;
+    char *buf = malloc(HASH_BUF);
+    hfs3_sha256_ctx *h = NULL;
+    int rc = 0;
+    if (!buf)
+        return -ENOMEM;
+    for (uint64_t off = 0, i = 0; off < size; off += chunk_size, i++) {
+        uint64_t len = size - off < chunk_size ? size - off : chunk_size;
+        if (!(h = hfs3_sha256_new())) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = hfs3_sha256_update_fd(h, fd, off, len, buf, HASH_BUF, NULL);
+        unsigned char md[32];
+        char hex[65];
+        hfs3_sha256_final(h, md);
+        hfs3_sha256_free(h);
+        if (rc == -ENODATA) {
+            (*bad)++;     /* shorter than the manifest's size: this chunk and the rest are wrong */
+            rc = 0;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        hfs3_hex(md, 32, hex);
+        if (memcmp(hex, chunks + i * 64, 64) != 0)
+            (*bad)++;
+    }
+    free(buf);
     return rc;
 }

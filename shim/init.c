@@ -23,6 +23,7 @@ struct sh_mount *sh_mounts;
 int sh_nmounts;
 int sh_wguard_on;
 char sh_cache[SH_PATH];
+char sh_test_boot_id[37]; /* HFS3_TEST_BOOT_ID (tests only: a simulated reboot, include/hfs3/durable.h) */
 
 char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
@@ -119,6 +120,8 @@ static void parse_env(void)
     if ((v = getenv("HFS3_LOG")) && *v)
         sh_log_level = !strcmp(v, "error") ? 0 : !strcmp(v, "info") ? 2 : !strcmp(v, "debug") ? 3 : 1;
     sh_offline = env_bool("HFS3_OFFLINE", 0);
+    if ((v = getenv("HFS3_TEST_BOOT_ID")) && *v)
+        snprintf(sh_test_boot_id, sizeof sh_test_boot_id, "%s", v);
     sh_prefetch = env_bool("HFS3_PREFETCH", 1);
     sh_verify_foreign = env_bool("HFS3_VERIFY_FOREIGN", 0);
     if ((v = getenv("HFS3_MANIFEST_TTL")) && *v) {

@@ -40,9 +40,68 @@ static void maybe_prefetch(struct sh_mount *m, uint32_t e)
         sh_reap(pid);
 }
 
-static int blob_there(const void *blob)
+/* This boot's id (include/hfs3/durable.h): HFS3_TEST_BOOT_ID (tests only), else the kernel's. 0 or -1. */
+static int boot_id(char out[37])
 {
-    return sh_exists(blob);
+    if (sh_test_boot_id[0]) {
+        memcpy(out, sh_test_boot_id, 37);
+        return 0;
+    }
+    int fd = sh_r.open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t k = read(fd, out, 36);
+    sh_r.close(fd);
+    out[36] = 0;
+    return k == 36 ? 0 : -1;
+}
+
+/* Whether the blob at path is there and may be used as it is. A blob the helper installed before flushing it
+ * has CACHE/unflushed/<rec> holding the boot id: under another boot a crash may have torn it, and the shim
+ * cannot hash, so it counts as missing: the helper's _get verifies it (or fetches it again). No record (the
+ * common case: the blob is on disk) costs one failed open. */
+static int blob_usable(const char *blob, const char *rec)
+{
+    if (!sh_exists(blob))
+        return 0;
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, rec) >= SH_SCR)
+        return 0;
+    int fd = sh_cache_open(t->a, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT;
+    char got[37], id[37];
+    ssize_t k = read(fd, got, 36);
+    sh_r.close(fd);
+    return k == 36 && boot_id(id) == 0 && !memcmp(got, id, 36);
+}
+
+struct blob_find {
+    char *blob;        /* out: the path of the copy found (blobs/<hex> when none) */
+    size_t n;
+    const char *hex, *key;
+};
+
+/* Finds a usable copy of content hex for the mount with key: blobs/<hex> (verified by its whole sha256, for every
+ * mount), else mounts/<key>/cblobs/<hex> (checked by this mount's own chunk digests: lib/fetch.c). 1 found. */
+static int find_blob(const struct blob_find *f)
+{
+    char rec[96];
+    snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+    if (blob_usable(f->blob, f->hex))
+        return 1;
+    snprintf(rec, sizeof rec, "%s.m%s", f->hex, f->key);
+    snprintf(f->blob, f->n, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+    if (blob_usable(f->blob, rec))
+        return 1;
+    /* the flush may have moved it from cblobs/ into blobs/ between the two looks */
+    snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+    return blob_usable(f->blob, f->hex);
+}
+
+static int blob_there(const void *arg)
+{
+    return find_blob(arg);
 }
 
 /* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
@@ -80,10 +139,12 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
-    if ((size_t)snprintf(blob, n, "%s/blobs/%s", sh_cache, hex) >= n)
+    if ((size_t)snprintf(blob, n, "%s/mounts/%s/cblobs/%s", sh_cache, m->key, hex) >= n)
         return -ENAMETOOLONG;
+    struct blob_find bf = {blob, n, hex, m->key};
+    int found = find_blob(&bf);
     int foreign = blob_foreign(blob);
-    if (!force && !foreign && sh_exists(blob))
+    if (!force && !foreign && found)
         return 0;
     if (sh_offline) {
         if (foreign) {
@@ -91,9 +152,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                    "verified, not read", m->path, sh_epath(m, e));
             return -EIO;
         }
-        if (sh_exists(blob))
+        if (found)
             return 0;
-        sh_log(1, "%s/%s: not in the cache and HFS3_OFFLINE=1", m->path, sh_epath(m, e));
+        sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
+               sh_exists(blob) ? " (a copy not known to be on disk before the last restart: not verified)" : "");
         return -EIO;
     }
     if (sh_in_vfork())
@@ -111,7 +173,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     clock_gettime(CLOCK_REALTIME, &t0);
     char *label = t->c;
     snprintf(label, SH_SCR, "%s/%s", m->path, sh_epath(m, e));
-    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, blob, argv, 1, tmp, hex, label,
+    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, &bf, argv, 1, tmp, hex, label,
                            (unsigned long long)m->ents[e].size};
     sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
            (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
@@ -132,7 +194,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
     if (foreign && rc == 0 && err_since(lk, &t0, 0))
         rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
-    if (!(foreign && rc) && sh_exists(blob)) {
+    if (!(foreign && rc) && find_blob(&bf)) {
         struct timespec s1;
         clock_gettime(CLOCK_MONOTONIC, &s1);
         sh_log(2, "%s: fetched in %.1f s", label,

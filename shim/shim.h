@@ -86,6 +86,7 @@ extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constr
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
 #define SH_SUB_MAX 8192              /* sub-mount slots (repositories of hubs looked at in one process) */
 extern char sh_cache[SH_PATH];
+extern char sh_test_boot_id[37];
 
 /* Scratch buffers off the stack (scratch.c): SH_SCRATCH(s) gives s->a .. s->d, given back at the end of the
  * scope. The stack budget (docs/internals.md) allows no PATH_MAX array in a frame. */

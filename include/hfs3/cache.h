@@ -1,7 +1,7 @@
 /* cache.h - the local cache directory (docs/internals.md): where it is, who may use it, the paths inside
  * it, per-file locks, and the refresh of a mount's manifest and index (`_index`).
  * Layout: blobs/<sha256>, tmp/<sha256>.<random>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
- * mounts/<mountkey>/{manifest.json,etag,index,lock,error}. Fetching blobs is fetch.h's. Everything inside is
+ * mounts/<mountkey>/{manifest.json,etag,index,lock,error}, unflushed/<blob name> (durable.h). Fetching blobs is fetch.h's. Everything inside is
  * reached through the descriptors hfs3_cache_open checked (lib/cachefs.c; README "Trust model"). */
 #ifndef HFS3_CACHE_H
 #define HFS3_CACHE_H
@@ -23,8 +23,8 @@ typedef struct hfs3_cache {
     gid_t parent_gid;   /* hfs3_cache_open: the group of a setgid parent a new cache was created in */
     int verify_foreign; /* HFS3_VERIFY_FOREIGN=1: re-hash blobs and refetch manifests another user wrote */
     int fd;             /* the cache directory, reached and checked as hfs3_cache_open says */
-    int blobs, tmp, locks, fails, mounts; /* its subdirectories, checked */
-    char *p_blobs, *p_tmp, *p_locks, *p_fails, *p_mounts; /* their paths, for messages */
+    int blobs, tmp, locks, fails, mounts, unflushed; /* its subdirectories, checked */
+    char *p_blobs, *p_tmp, *p_locks, *p_fails, *p_mounts, *p_unflushed; /* their paths, for messages */
 } hfs3_cache;
 
 /* The cache directory the environment names: $HFS3_CACHE_DIR, else $XDG_CACHE_HOME/hfs3, else
@@ -40,7 +40,7 @@ char *hfs3_cache_dir_from_env(void);
 int hfs3_cache_check_dir(const char *dir, int *shared);
 
 /* Resolves (dir NULL: from the environment), checks and creates the cache with blobs/ tmp/ locks/ fails/
- * mounts/, and opens a descriptor on each. Refused (-EPERM, -ENOTDIR, -ELOOP; one line naming the directory,
+ * mounts/ unflushed/, and opens a descriptor on each. Refused (-EPERM, -ENOTDIR, -ELOOP; one line naming the directory,
  * why, and what to run) before anything is read or written when: the path goes through a symlink of another
  * user, or through a directory writable by others without the sticky bit or owned by another user (root
  * aside); the cache is not a directory or is writable by others; a private cache (or a directory in it) is

@@ -27,6 +27,8 @@ typedef struct hfs3_fetch_file {
     const char *etag;    /* may be NULL: no If-Match */
     uint64_t chunk_size; /* the manifest's chunk_size when chunks is set (docs/manifest.md), else 0 */
     const char *chunks;  /* NULL, or the sha256 of every chunk_size slice: 64 lowercase hex each, concatenated */
+    const char *mount;   /* NULL, or the mount key (16 hex, hfs3_mountkey) whose manifest this entry is from: with
+                          * chunks, the file is checked chunk by chunk as it arrives into that mount's cblobs/ */
 } hfs3_fetch_file;
 
 /* Called with the number of bytes that just arrived (or were found done on resume); calls are
@@ -53,6 +55,7 @@ typedef struct hfs3_fetch_result {
     uint64_t bytes_resumed;   /* bytes of a killed fetch reused from tmp/ */
     int refetched_chunks;     /* chunks fetched again because their digest did not match */
     int refetched_files;      /* whole-file fetches again because the sha256 did not match */
+    int unflushed;            /* 1: installed before its flush (durable.h): the caller runs hfs3_flush_spawn */
 } hfs3_fetch_result;
 
 /* Fetches f into c's blobs/<f->sha256>. 0 when the blob exists at the end (res->cached says whether it
@@ -83,6 +86,15 @@ int hfs3_fetch_parse_done(const char *text, size_t n, uint64_t size, uint64_t ch
                           unsigned char *done);
 /* The header line for a plan, into out (at least 64 bytes). */
 void hfs3_fetch_done_header(uint64_t size, uint64_t chunk, char *out, size_t outn);
+
+/* Opens (creating) CACHE/mounts/<mountkey>/cblobs, the blobs verified by that mount's chunk digests alone:
+ * sticky, checked. The descriptor, *path its malloc'd path; or -errno with a message (no such mount ...). */
+int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path);
+
+/* Checks the file open as fd, size bytes, against chunk digests (chunk_size slices, 64 lowercase hex each,
+ * concatenated). 0 with *bad the number of chunks that do not match (a missing tail counts as not matching);
+ * -EINVAL when the digests do not fit the size, -ENOMEM, or -errno of a failed read. */
+int hfs3_fetch_check_chunks(int fd, uint64_t size, uint64_t chunk_size, const char *chunks, uint32_t *bad);
 
 /* The connection count the environment asks for: HFS3_CONNECTIONS (1..HFS3_FETCH_MAX_CONNECTIONS) or
  * the default. */

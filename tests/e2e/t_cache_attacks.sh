@@ -10,6 +10,9 @@
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
+# blobs/ rules: HFS3_VERIFY=whole makes _get install into blobs/ at once (by default it checks chunk digests into
+# the mount's sticky cblobs/, moved into blobs/ by the flush)
+export HFS3_VERIFY=whole
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 # exit 77 = skipped, where run.sh knows that status; 0 with the SKIP line before it does
 skip() { echo "SKIP: $1"; if grep -q '77' "$HFS3_ROOT/tests/e2e/run.sh"; then exit 77; fi; exit 0; }
@@ -315,7 +318,7 @@ refused "mounts/K/manifest.json a symlink to A's file" "is a symlink"
 victim_ok "forged manifest"
 
 # a non-member (C) can write nothing anywhere in the shared cache
-for d in . blobs tmp locks fails mounts "mounts/$K"; do
+for d in . blobs tmp locks fails mounts unflushed "mounts/$K"; do
   if as "$C" bash -c ": >'$S/$d/c-was-here'" 2>/dev/null; then fail "non-member C wrote into $d"; fi
 done
 ok "non-member C cannot create anything in the shared cache"

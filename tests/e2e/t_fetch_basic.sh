@@ -24,7 +24,7 @@ for f in config.json tokenizer.json model.safetensors sub/empty.txt; do
   cmp -s "$b" "$WORK/m/$f" || fail "blob of $f differs"
   [ "$(stat -c %a "$b")" = 444 ] || fail "blob mode $(stat -c %a "$b")"
 done
-for d in "" blobs tmp locks fails mounts; do
+for d in "" blobs tmp locks fails mounts unflushed; do
   [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 700 ] || fail "mode of cache dir '$d'"
 done
 [ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty: $(ls "$HFS3_CACHE_DIR/tmp")"
@@ -56,7 +56,9 @@ RCLONE_CONFIG_S3TEST_ENDPOINT=http://127.0.0.1:1 expect_exit 0 "_index with S3 d
 grep -q 'using the cached manifest' "$WORK/err" || { cat "$WORK/err"; fail "no warning"; }
 ok "_index: S3 unreachable with a cached index: $(head -1 "$WORK/err")"
 
-# _get of one file into a fresh cache (no _index first: it refreshes itself)
+# _get of one file into a fresh cache (no _index first: it refreshes itself). HFS3_VERIFY=whole: into blobs/ at
+# once (by default _get checks chunk digests into the mount's cblobs/: t_fetch_poison, t_fetch_durable)
+export HFS3_VERIFY=whole
 export HFS3_CACHE_DIR=$WORK/cache2
 expect_exit 0 "_get" "$HFS3_BIN" _get s3test:models/m1 tokenizer.json
 cmp -s "$HFS3_CACHE_DIR/blobs/$(blob_of "$WORK/m/tokenizer.json")" "$WORK/m/tokenizer.json" || fail "_get blob"

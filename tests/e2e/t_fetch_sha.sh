@@ -2,7 +2,8 @@
 # t_fetch_sha.sh - the fetcher compares all 64 hex digits of a blob's sha256 with the manifest's: a manifest
 # whose sha256 differs from the content's only in the last digit, or only in the first, is refused (exit 1,
 # "sha256 mismatch", nothing under either key in blobs/, one line in fails/<sha>.err), for a one-GET file, a
-# file fetched in several ranges, and an empty file; the right manifest then fetches every file.
+# file fetched in several ranges, and an empty file; the right manifest then fetches every file. A file checked by
+# its chunks alone (HFS3_VERIFY=chunks, the default of _get) never enters blobs/ under the wrong sha256.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -49,8 +50,13 @@ for where in last first; do
   done
   [ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "$where digit: tmp/ not empty: $(ls "$HFS3_CACHE_DIR/tmp")"
   [ -z "$(ls -A "$HFS3_CACHE_DIR/blobs")" ] || fail "$where digit: blobs/ not empty: $(ls "$HFS3_CACHE_DIR/blobs")"
-  expect_exit 1 "_get with the $where sha256 digit changed" "$HFS3_BIN" _get s3test:models/m model.safetensors
+  HFS3_VERIFY=whole expect_exit 1 "_get with the $where sha256 digit changed" "$HFS3_BIN" _get s3test:models/m model.safetensors
   [ -z "$(ls -A "$HFS3_CACHE_DIR/blobs")" ] || fail "$where digit: _get installed a blob"
+  # by default _get checks the chunk digests (right here) into the mount's own cblobs/; the flush, which hashes
+  # it whole, never lets it into blobs/
+  HFS3_VERIFY=chunks "$HFS3_BIN" _get s3test:models/m model.safetensors 2>/dev/null || fail "$where digit: _get, chunks"
+  for _ in $(seq 1 100); do [ -z "$(ls -A "$HFS3_CACHE_DIR/unflushed")" ] && break; sleep 0.1; done
+  [ -z "$(ls -A "$HFS3_CACHE_DIR/blobs")" ] || fail "$where digit: a chunk-checked blob entered blobs/"
   ok "sha256 differing only in the $where hex digit: refused for a one-GET, a ranged and an empty file"
 done
 

@@ -15,7 +15,7 @@ shared_setup
 (umask 077; "$HFS3_BIN" _get s3test:models/m1 config.json) || fail "root _get"
 cfg=$(blob_of "$WORK/m/config.json")
 [ "$(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")" = 440 ] || fail "shared blob mode $(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")"
-for d in . blobs tmp locks fails mounts "mounts/$(ls "$HFS3_CACHE_DIR/mounts")/tree"; do
+for d in . blobs tmp locks fails mounts unflushed "mounts/$(ls "$HFS3_CACHE_DIR/mounts")/tree"; do
   [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 3770 ] || fail "mode of $d: $(stat -c %a "$HFS3_CACHE_DIR/$d")"
 done
 d="mounts/$(ls "$HFS3_CACHE_DIR/mounts")"

@@ -126,8 +126,8 @@ static void test_open_private(void)
         return;
     CHECK_EQ_INT(c->shared, 0);
     CHECK_EQ_INT(mode_of(p), 0700);
-    const char *subs[] = {"blobs", "tmp", "locks", "fails", "mounts"};
-    for (int i = 0; i < 5; i++) {
+    const char *subs[] = {"blobs", "tmp", "locks", "fails", "mounts", "unflushed"};
+    for (int i = 0; i < 6; i++) {
         snprintf(s, sizeof s, "%s/%s", p, subs[i]);
         CHECK_EQ_INT(mode_of(s), 0700);
     }
@@ -558,7 +558,7 @@ static void test_fetch_planted(void)
     CHECK_EQ_INT(symlink(v, s), 0);
     hfs3_remote r = {0};
     r.spec = "nowhere:bucket/model";
-    hfs3_fetch_file f = {"empty.txt", "empty.txt", 0, sha, NULL, 0, NULL};
+    hfs3_fetch_file f = {"empty.txt", "empty.txt", 0, sha, NULL, 0, NULL, NULL};
     hfs3_fetch_result res;
     setenv("HFS3_LOG", "error", 1);
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
@@ -599,7 +599,7 @@ static void test_blob_foreign(void)
     close(fd);
     hfs3_remote r = {0};
     r.spec = "nowhere:bucket/model";
-    hfs3_fetch_file f = {"h.txt", "h.txt", 5, sha, NULL, 0, NULL};
+    hfs3_fetch_file f = {"h.txt", "h.txt", 5, sha, NULL, 0, NULL, NULL};
     hfs3_fetch_result res;
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0); /* a member's blob: trusted by default */
     CHECK_EQ_INT(res.cached, 1);

@@ -1,11 +1,16 @@
 /* test_fetch.c - the fetcher's pure parts: the range plan (how a file is cut into ranged GETs and how many
  * connections are worth opening), the tmp/<sha>.done resume sidecar (its header pins the plan; torn, foreign
- * and out-of-range lines are ignored) and HFS3_CONNECTIONS. Fetching itself: tests/e2e/t_fetch_*.sh. */
+ * and out-of-range lines are ignored), HFS3_CONNECTIONS, and the chunk-digest check of a file (what re-verifies a
+ * chunk-checked blob after a reboot). Fetching itself: tests/e2e/t_fetch_*.sh. */
 #include "harness.h"
 #include "hfs3/fetch.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hfs3/util.h"
 
 #define MiB (1ULL << 20)
 
@@ -103,11 +108,81 @@ static void connections(void)
     unsetenv("HFS3_CONNECTIONS");
 }
 
+/* A temp file holding data[0..n), open read-write, already unlinked. */
+static int temp_with(const unsigned char *data, size_t n)
+{
+    char path[] = "/tmp/hfs3-test-chunks-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    unlink(path);
+    if (write(fd, data, n) != (ssize_t)n) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void chunk_check(void)
+{
+    enum { CH = 1 << 20, N = 2 * CH + 12345 };
+    unsigned char *d = malloc(N);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    for (size_t i = 0; i < N; i++)
+        d[i] = (unsigned char)(i * 131 + (i >> 11));
+    char digests[3 * 64 + 1];
+    for (int i = 0; i < 3; i++) {
+        size_t off = (size_t)i * CH, len = N - off < CH ? N - off : CH;
+        char hex[65];
+        hfs3_sha256_hexof(d + off, len, hex);
+        memcpy(digests + 64 * i, hex, 64);
+    }
+    digests[192] = 0;
+    uint32_t bad = 99;
+    int fd = temp_with(d, N);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, digests, &bad), 0);
+    CHECK_EQ_INT((int)bad, 0);
+    /* the digests must fit the size: one too few, one too many, a chunk size of 0 */
+    char shortd[2 * 64 + 1];
+    memcpy(shortd, digests, 128);
+    shortd[128] = 0;
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, shortd, &bad), -EINVAL);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, 2 * CH, CH, digests, &bad), -EINVAL);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, 0, digests, &bad), -EINVAL);
+    /* one byte changed in the middle chunk: exactly that chunk */
+    unsigned char x = d[CH + 77] ^ 1;
+    CHECK(pwrite(fd, &x, 1, CH + 77) == 1);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, digests, &bad), 0);
+    CHECK_EQ_INT((int)bad, 1);
+    /* zeroed (what a crash leaves): every chunk */
+    unsigned char *z = calloc(1, N);
+    CHECK(z != NULL && pwrite(fd, z, N, 0) == N);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, digests, &bad), 0);
+    CHECK_EQ_INT((int)bad, 3);
+    /* torn: the file is shorter than the manifest says: the missing tail does not match */
+    CHECK(pwrite(fd, d, N, 0) == N && ftruncate(fd, CH + 10) == 0);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, digests, &bad), 0);
+    CHECK_EQ_INT((int)bad, 2);
+    /* another file's digests (a manifest that lies about the chunks) */
+    for (size_t i = 0; i < 192; i++)
+        digests[i] = digests[i] == 'a' ? 'b' : 'a';
+    CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, d, N, 0) == N);
+    CHECK_EQ_INT(hfs3_fetch_check_chunks(fd, N, CH, digests, &bad), 0);
+    CHECK_EQ_INT((int)bad, 3);
+    close(fd);
+    free(z);
+    free(d);
+}
+
 int main(void)
 {
     setenv("HFS3_LOG", "error", 1); /* the warnings of bad HFS3_CONNECTIONS values are expected */
     TEST(plans);
     TEST(sidecar);
     TEST(connections);
+    TEST(chunk_check);
     return t_done("test_fetch");
 }

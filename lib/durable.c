@@ -1,0 +1,244 @@
+/* durable.c - the flush behind the load: records of unflushed blobs (CACHE/unflushed/<name>, the boot id
+ * inside), the boot id, and the flush that runs after the helper answered (include/hfs3/durable.h). The install
+ * order is fetch.c's: record (fsynced) -> rename into blobs/ -> later fdatasync + fsync(blobs/) -> unlink. */
+#include "hfs3/durable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hfs3/explain.h"
+#include "hfs3/fetch.h"
+#include "hfs3/log.h"
+#include "hfs3/util.h"
+
+int hfs3_durable_sync(void)
+{
+    const char *v = getenv("HFS3_DURABLE");
+    if (!v || !*v || !strcmp(v, "later"))
+        return 0;
+    if (!strcmp(v, "sync"))
+        return 1;
+    hfs3_warn("HFS3_DURABLE=%s is neither sync nor later; using later", v);
+    return 0;
+}
+
+int hfs3_boot_id(char out[37])
+{
+    const char *t = getenv("HFS3_TEST_BOOT_ID");
+    if (t && *t) {
+        snprintf(out, 37, "%s", t);
+        return 0;
+    }
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, out, 36);
+    int e = errno;
+    close(fd);
+    if (n != 36)
+        return n < 0 ? -e : -EIO;
+    out[36] = 0;
+    return 0;
+}
+
+int hfs3_unflushed_mark(const hfs3_cache *c, const char *name)
+{
+    char id[37], line[40];
+    int rc = hfs3_boot_id(id);
+    if (rc < 0)
+        return hfs3_err(rc, "the boot id (/proc/sys/kernel/random/boot_id) cannot be read: %s", strerror(-rc));
+    int n = snprintf(line, sizeof line, "%s\n", id);
+    if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode, c->p_unflushed)) < 0)
+        return rc;
+    /* the record's name must be on disk before the blob's can be */
+    if (fsync(c->unflushed) < 0)
+        return hfs3_err(-errno, "fsync %s: %s", c->p_unflushed, strerror(errno));
+    return 0;
+}
+
+int hfs3_unflushed_state(const hfs3_cache *c, const char *name)
+{
+    char *text = NULL, id[37];
+    size_t n = 0;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+    int rc = hfs3_cache_read(c, c->unflushed, name, 128, &text, &n, NULL, c->p_unflushed);
+    hfs3_err(0, "%s", saved);
+    if (rc == -ENOENT)
+        return 0;
+    int same = rc == 0 && n >= 36 && hfs3_boot_id(id) == 0 && !memcmp(text, id, 36) &&
+               (n == 36 || text[36] == '\n');
+    free(text);
+    return same ? 1 : 2;
+}
+
+int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd)
+{
+    if (fdatasync(fd) < 0 || fsync(dir) < 0)
+        return -errno;
+    /* a record that stays (another user's, in the sticky unflushed/) only costs a hash after a reboot */
+    if (unlinkat(c->unflushed, name, 0) < 0 && errno != ENOENT)
+        hfs3_debug("%s/%s: %s", c->p_unflushed, name, strerror(errno));
+    return 0;
+}
+
+typedef struct flush_scan {
+    const hfs3_cache *c;
+    int flushed;
+} flush_scan;
+
+/* Record names: <sha256> (blobs/<sha256>), or <sha256>.m<mount key> (mounts/<key>/cblobs/<sha256>, a blob
+ * checked by that mount's chunk digests). */
+static int blob_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return hfs3_is_sha256_hex(name) ||
+           (n == 64 + 2 + 16 && name[64] == '.' && name[65] == 'm' && strspn(name, "0123456789abcdef") == 64 &&
+            strspn(name + 66, "0123456789abcdef") == 16);
+}
+
+/* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
+ * that sha256 may use it (and gc counts it). A mismatch means the manifest's chunks and sha256 disagree: the blob
+ * stays in that mount's cblobs/, which nothing else reads (dropping it would fail the open that is about to use
+ * it, and fetch it again at the next). Under the blob's lock; fd is cblobs/<sha> open. */
+static void promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
+{
+    char hex[65];
+    struct stat a, b;
+    if (hfs3_sha256_fd(fd, hex, NULL) < 0 || fstat(fd, &a) < 0)
+        return;
+    if (strcmp(hex, sha) != 0) {
+        hfs3_debug("mounts/.../cblobs/%s hashes to %s: its manifest's chunk digests and sha256 disagree; it stays "
+                   "that mount's own", sha, hex);
+        return;
+    }
+    /* the name must still be the file that was hashed (a member's own file could have been swapped) */
+    if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return;
+    int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
+    if (r < 0 && errno == EEXIST) {
+        unlinkat(cdir, sha, 0);
+        return;
+    }
+    if (r < 0)
+        return;
+    if (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        hfs3_warn("cache: %s/%s was replaced right after it was installed; removing it", c->p_blobs, sha);
+        unlinkat(c->blobs, sha, 0);
+        return;
+    }
+    (void)fsync(c->blobs);
+    (void)fsync(cdir);
+}
+
+static int flush_one(void *ud, const char *name)
+{
+    flush_scan *s = ud;
+    const hfs3_cache *c = s->c;
+    if (!blob_name_ok(name) || hfs3_unflushed_state(c, name) != 1)
+        return 0;
+    char lockname[80];
+    snprintf(lockname, sizeof lockname, "%.64s.lock", name);
+    int lk = -1;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+    /* a blob being fetched or checked right now is left to that process, which records it again */
+    if (hfs3_cache_lock(c, c->locks, lockname, c->p_locks, 1, &lk, NULL) < 0) {
+        hfs3_err(0, "%s", saved);
+        return 0;
+    }
+    char sha[65];
+    snprintf(sha, sizeof sha, "%.64s", name);
+    int dir = c->blobs, chunked = name[64] != 0;
+    if (chunked) {
+        char *p = NULL;
+        dir = hfs3_fetch_cblobs(c, name + 66, &p);
+        free(p);
+    }
+    int fd = dir < 0 ? -1 : openat(dir, sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && (dir == -ENOENT || errno == ENOENT)) {
+        unlinkat(c->unflushed, name, 0); /* its blob was removed (gc) or promoted: nothing left to flush */
+    } else if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && hfs3_unflushed_settle(c, dir, name, fd) == 0) {
+            s->flushed++;
+            if (chunked)
+                promote(c, dir, sha, fd);
+        }
+        close(fd);
+    }
+    if (chunked && dir >= 0)
+        close(dir);
+    hfs3_cache_unlock(lk);
+    hfs3_err(0, "%s", saved);
+    return 0;
+}
+
+int hfs3_flush_pending(const hfs3_cache *c)
+{
+    flush_scan s = {c, 0};
+    (void)hfs3_cache_scan(c->unflushed, "", "", flush_one, &s);
+    if (s.flushed)
+        hfs3_debug("flushed %d blob%s to disk", s.flushed, s.flushed == 1 ? "" : "s");
+    return s.flushed;
+}
+
+static int any_record(void *ud, const char *name)
+{
+    (void)ud;
+    return blob_name_ok(name);
+}
+
+void hfs3_flush_spawn(const hfs3_cache *c)
+{
+    if (hfs3_env_bool("HFS3_TEST_NO_FLUSH", 0) || hfs3_cache_scan(c->unflushed, "", "", any_record, NULL) != 1)
+        return;
+    char *dir = hfs3_strdup(c->dir);
+    if (!dir)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        hfs3_flush_pending(c); /* no process to leave it to: now, then */
+        free(dir);
+        return;
+    }
+    if (pid > 0) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        free(dir);
+        return;
+    }
+    setsid();
+    if (fork() != 0)
+        _exit(0);
+    /* the flush and the hash of a promotion yield to the program that is loading */
+    if (nice(10) < 0) {
+    }
+    int nul = open("/dev/null", O_RDWR);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        if (hfs3_log_level() < HFS3_LOG_DEBUG) {
+            dup2(nul, 1);
+            dup2(nul, 2);
+        }
+        if (nul > 2)
+            close(nul);
+    }
+    /* no lock descriptor of the parent's may live on in here */
+    if (close_range(3, ~0U, 0) < 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+            close((int)fd);
+    }
+    hfs3_cache *cc = NULL;
+    if (hfs3_cache_open(dir, &cc) == 0)
+        hfs3_flush_pending(cc);
+    _exit(0);
+}
