@@ -37,6 +37,8 @@ static int anc_real(const struct sh_loc *l)
             if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
                 return rv_;                                                                                 \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            if (l_.kpath)                                                                                   \
+                (PATH) = l_.kpath;   /* a ".." out of the mounts: where the kernel would be */               \
             rv_ = (REALEXPR);                                                                               \
             if (!(FAILED) || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)        \
                 return rv_;                                                                                 \
@@ -57,6 +59,8 @@ static int anc_real(const struct sh_loc *l)
             if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
                 return -1;                                                                                  \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            if (l_.kpath)                                                                                   \
+                (PATH) = l_.kpath;                                                                          \
             int rv_ = (REALEXPR);                                                                           \
             if (rv_ >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)         \
                 return rv_;                                                                                 \
@@ -99,6 +103,8 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
         if (sh_fallback(dirfd, path, &l) == L_NONE)
             return -1;
     } else if (sh_classify(dirfd, path, &l) == L_NONE) {
+        if (l.kpath)
+            path = l.kpath;
         int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
                                    : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
         if (fd >= 0) {
@@ -252,7 +258,7 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         if (sh_nmounts > 0 && fopen_refused(path, mode))
             return NULL;
-        FILE *f = real(path, mode);
+        FILE *f = real(l.kpath ? l.kpath : path, mode);
         if (f) {
             sh_fd_forget(fileno(f));
             return f;
@@ -509,6 +515,15 @@ static char *realpath_ours(const struct sh_loc *l, char *resolved, int e)
 
 SH_EXPORT char *realpath(const char *p, char *resolved)
 {
+    if (__builtin_expect(p && !sh_outside(AT_FDCWD, p) && strnlen(p, PATH_MAX) >= PATH_MAX, 0)) {
+        /* glibc walks a spelling component by component: one of PATH_MAX bytes or more is no error there */
+        SH_LOC(l);
+        int e = errno;
+        if (sh_classify_long(AT_FDCWD, p, &l) != L_NONE && !l.kpath)
+            return realpath_ours(&l, resolved, e);
+        if (l.kpath)
+            p = l.kpath;
+    }
     WITH_LOC(AT_FDCWD, p, REAL(realpath, char *(*)(const char *, char *))(p, resolved), rv_ == NULL,
              return realpath_ours(&l_, resolved, e_));
 }
@@ -528,6 +543,8 @@ SH_EXPORT int chdir(const char *p)
     SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
+        if (l.kpath)
+            p = l.kpath;
         int r = REAL(chdir, int (*)(const char *))(p);
         if (r == 0) {
             sh_cwd_changed();
