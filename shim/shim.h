@@ -215,6 +215,15 @@ int sh_fd_dirloc(int fd, struct sh_loc *l);
 /* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
 int sh_fd_stat(int fd, struct stat *st);
 int sh_fd_ours(int fd);
+/* After a real fstat of a descriptor the table does not know (inherited through exec, opened by means the shim did
+ * not see): a skeleton or ancestor directory of the cache gets the mode stat of its path gives. Only directories
+ * without permission bits for others (the cache's, 0700 or 03770) are looked at (one readlink); errno kept. */
+void sh_fd_untracked(int fd, struct stat *st);
+#define SH_FD_UNTRACKED(fd, st)                                                                             \
+    do {                                                                                                    \
+        if (__builtin_expect(sh_nmounts > 0, 0) && S_ISDIR((st)->st_mode) && !((st)->st_mode & 07))          \
+            sh_fd_untracked((fd), (struct stat *)(st));                                                     \
+    } while (0)
 /* 1 when fd is a live descriptor the shim returned for a file (fchdir on it: ENOTDIR). */
 int sh_fd_is_file(int fd);
 /* Forgets and closes a descriptor the shim returned (a stream over it could not be made); errno kept. */

@@ -392,25 +392,37 @@ SH_EXPORT int fstat(int fd, struct stat *st)
 {
     if (fstat_ours(fd, st))
         return 0;
-    return REAL(fstat, fstat_fn)(fd, st);
+    int r = REAL(fstat, fstat_fn)(fd, st);
+    if (r == 0)
+        SH_FD_UNTRACKED(fd, st);
+    return r;
 }
 SH_EXPORT int fstat64(int fd, struct stat64 *st)
 {
     if (fstat_ours(fd, st))
         return 0;
-    return REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
+    int r = REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
+    if (r == 0)
+        SH_FD_UNTRACKED(fd, st);
+    return r;
 }
 SH_EXPORT int __fxstat(int v, int fd, struct stat *st)
 {
     if (fstat_ours(fd, st))
         return 0;
-    return REAL(__fxstat, fxstat_fn)(v, fd, st);
+    int r = REAL(__fxstat, fxstat_fn)(v, fd, st);
+    if (r == 0)
+        SH_FD_UNTRACKED(fd, st);
+    return r;
 }
 SH_EXPORT int __fxstat64(int v, int fd, struct stat64 *st)
 {
     if (fstat_ours(fd, st))
         return 0;
-    return REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
+    int r = REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
+    if (r == 0)
+        SH_FD_UNTRACKED(fd, st);
+    return r;
 }
 
 typedef int (*statx_fn)(int, const char *, int, unsigned int, struct statx *);
