@@ -9,14 +9,13 @@
 # that reruns them.
 # Write calls compare success against failure only (and nothing may be written: the cache keeps no new file and
 # no directory the trees lack); KFUZZ_WRITE_ERRNO=1 compares their errno too.
-# HFS3_SHIM_SAN=path: the shim to preload is a sanitizer build (t_shim_san.sh runs this test with it).
+# HFS3_SHIM may name more than one library (t_shim_san.sh: ASan's runtime, then the sanitized shim).
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_setup || exit 1
 cd "$WORK"
 T=$HFS3_ROOT/$BUILD/tools
 COUNT=${KFUZZ_COUNT:-3000}
-PRE=${HFS3_SHIM_PRELOAD:-$HFS3_SHIM}
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
   echo "SKIP: needs root and unshare -m (a private read-only tmpfs for the oracle)"; exit 77
 fi
@@ -58,7 +57,7 @@ files_before=$(cache_files)
 
 run_shim() { # SEED: the transcript through the shim
   unshare -m sh -c "mount -t tmpfs -o size=1m,mode=0555 kfuzz '$FZ' && mount -o remount,ro '$FZ' &&
-    cd '$FZ' && LD_PRELOAD='$PRE' '$T/kfuzz' $1 $COUNT '$ROOT'"
+    cd '$FZ' && LD_PRELOAD='$HFS3_SHIM' '$T/kfuzz' $1 $COUNT '$ROOT'"
 }
 run_kernel() { # SEED: the transcript over the read-only copies
   unshare -m sh -c "mount -t tmpfs -o size=4m,mode=0555 kfuzz '$FZ' && cp -a '$WORK/oracle/top' '$FZ/' &&
