@@ -130,10 +130,12 @@ static void raw_rel(const char *path, const struct sh_mount *m, struct sh_loc *l
  * the kernel resolves it (mapped back when that is a mount's skeleton). 0, 1 when it cannot be decided here (a
  * vfork child, a mount not loaded), or -errno: ENOENT, ENOTDIR ("m/a.txt/.."), ELOOP, EIO. *virt: set when
  * it was a mount's or an ancestor. */
+static int classify_plain(const char *path, struct sh_loc *l);
+
 static int kdir(char *o, int *virt)
 {
     SH_LOC(c);
-    int k = sh_classify_abs(o, &c);
+    int k = classify_plain(o, &c);
     struct stat st;
     if (k == L_ANC && sh_r.lstat(o, &st) < 0) {
         *virt = 1;
@@ -219,7 +221,9 @@ static int kwalk(const char *in, char *out, int *virt)
     return 0;
 }
 
-int sh_classify_abs(const char *path, struct sh_loc *l)
+/* The first step of a classification: 0 for a path surely outside (its first component is no mount's), else 1
+ * with l->path the normalised spelling (*dotdot: it had a ".."). */
+static int classify_prep(const char *path, struct sh_loc *l, int *dotdot)
 {
     const char *p = path, *s;
     size_t n = sh_next_comp(&p, &s);
@@ -232,12 +236,28 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
     l->kpath = NULL;
     l->err = 0;
     if (!maybe)
-        return L_NONE;
+        return 0;
     if (!l->scr)
         l->scr = sh_scratch_get();
     l->path = l->scr->a;
+    return normalise(path, l->path, SH_PATH, &l->slash, dotdot) == 0;
+}
+
+static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw);
+
+/* sh_classify_abs for a spelling without "..": no kernel walk (kdir and map_under, which kwalk reaches) */
+static int classify_plain(const char *path, struct sh_loc *l)
+{
     int dotdot;
-    if (normalise(path, l->path, SH_PATH, &l->slash, &dotdot) < 0)
+    if (!classify_prep(path, l, &dotdot))
+        return L_NONE;
+    return classify_lex(path, l, dotdot, 1);
+}
+
+int sh_classify_abs(const char *path, struct sh_loc *l)
+{
+    int dotdot;
+    if (!classify_prep(path, l, &dotdot))
         return L_NONE;
     int virt = 0, kw = 1;
     if (dotdot) {
@@ -260,6 +280,12 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
         if (virt)
             l->kpath = l->path;       /* for a real call (an ancestor on disk, or out of the mounts) */
     }
+    return classify_lex(path, l, dotdot, kw);
+}
+
+/* The rest of a classification, on l->path: the mount or ancestor it names, lexically. */
+static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw)
+{
     size_t len = strlen(l->path);
     for (int i = 0; i < sh_nmounts; i++) {
         const struct sh_mount *m = &sh_mounts[i];
@@ -325,7 +351,7 @@ static int map_under(const char *real, const char *cache, char *out, size_t outn
     if (!strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9])) {
         const char *tail = r + 9;
         SH_LOC(l);
-        if (sh_classify_abs(*tail ? tail : "/", &l) != L_ANC)
+        if (classify_plain(*tail ? tail : "/", &l) != L_ANC)
             return 0;
         return (size_t)snprintf(out, outn, "%s", l.path) < outn;
     }

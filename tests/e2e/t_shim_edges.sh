@@ -102,6 +102,8 @@ shim_check "ls -la ZZ: no error, no '?' entry" test ! -s "$WORK/ls.err" -a "$(gr
 shim_check "ls -la ZZ: . .. hf" test "$(awk 'NR > 1 { print $NF }' "$WORK/ls.out" | tr '\n' ' ')" = ". .. hf "
 shim_check "cd ZZ; ls .. lists /" test "$(shim bash -c "cd $ZZ && ls .." 2>&1)" = "$(ls /)"
 shim_check "nothing was made at /" test ! -e "$ZZ"
+# a cwd in a real directory above a synthesized ancestor: "." lists the mount's top (as the absolute spelling does)
+shim_check "cd WORK; ls . names mnt (a synthesized ancestor)" test "$(shim bash -c "cd $WORK && ls -a . | grep -cx mnt")" = 1
 
 # item 10: a subprocess whose cwd is a symlinked directory of a mount, the parent never having looked at the mount
 # (Python's subprocess changes directory in a vfork child): it runs there; the next subprocess too (the parent
