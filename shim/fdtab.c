@@ -34,11 +34,19 @@ int sh_fd_used;   /* set once the shim has returned a descriptor of its own (shi
 #define SH_FD_HIGH (1 << 20)
 static struct fdent *fdhigh;   /* atomic */
 
-/* The table entry of fd: NULL when fd is out of range, or high and the second table is not there (create: map it). */
-static struct fdent *ent(int fd, int create)
+static struct fdent *ent_high(int fd, int create);
+
+/* The table entry of fd: NULL when fd is out of range, or high and the second table is not there (create: map it).
+ * The first table inline: fstat of every descriptor comes here. */
+static inline __attribute__((always_inline)) struct fdent *ent(int fd, int create)
 {
-    if (__builtin_expect(fd >= 0 && fd < SH_FD_MAX, 1))
+    if (__builtin_expect((unsigned)fd < SH_FD_MAX, 1))
         return &fdtab[fd];
+    return ent_high(fd, create);
+}
+
+static __attribute__((noinline)) struct fdent *ent_high(int fd, int create)
+{
     if (fd < 0 || fd >= SH_FD_HIGH)
         return NULL;
     struct fdent *h = __atomic_load_n(&fdhigh, __ATOMIC_ACQUIRE);
@@ -161,6 +169,27 @@ int sh_fd_stat(int fd, struct stat *st)
         st->st_mode = (st->st_mode & S_IFMT) | 0555;
     }
     return 1;
+}
+
+void sh_fd_after(int fd, struct stat *st)
+{
+    struct fdent *f = ent(fd, 0);
+    if (f && __atomic_load_n(&f->kind, __ATOMIC_ACQUIRE)) {
+        struct fdent c = *f;
+        if (c.kind && st->st_dev == c.dev && st->st_ino == c.ino) {
+            if (c.kind == FD_FILE) {
+                const struct sh_mount *m = &sh_mounts[c.m];
+                if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken)
+                    sh_stat_synth(m, c.e, st);
+            } else {
+                st->st_mode = (st->st_mode & S_IFMT) | 0555;
+            }
+            return;
+        }
+        sh_fd_clear(fd);   /* closed and reused by means the shim did not see */
+    }
+    if (sh_nmounts > 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07))
+        sh_fd_untracked(fd, st);
 }
 
 void sh_fd_untracked(int fd, struct stat *st)

@@ -517,8 +517,8 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
     l->kpath = NULL;
-    if (!sh_nmounts || !path || !*path || strnlen(path, PATH_MAX) >= PATH_MAX)
-        return L_NONE;
+    if (!sh_nmounts || !path || !*path)
+        return L_NONE;   /* (a spelling of PATH_MAX bytes or more fails with ENAMETOOLONG: never comes here) */
     int e = errno;
     if (path[0] == '/' && nosym_miss(AT_FDCWD, path)) {
         errno = e;

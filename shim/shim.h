@@ -219,10 +219,16 @@ int sh_fd_ours(int fd);
  * not see): a skeleton or ancestor directory of the cache gets the mode stat of its path gives. Only directories
  * without permission bits for others (the cache's, 0700 or 03770) are looked at (one readlink); errno kept. */
 void sh_fd_untracked(int fd, struct stat *st);
-#define SH_FD_UNTRACKED(fd, st)                                                                             \
+/* After a successful real fstat into st: the shim's answer for a descriptor it returned (the identity stat of its
+ * path gives), or sh_fd_untracked's. */
+void sh_fd_after(int fd, struct stat *st);
+/* fstat's fast path: the real call, then one or two loads unless the shim ever returned a descriptor or st is a
+ * directory with no permission bits for others */
+#define SH_FSTAT_AFTER(fd, st)                                                                              \
     do {                                                                                                    \
-        if (__builtin_expect(sh_nmounts > 0, 0) && S_ISDIR((st)->st_mode) && !((st)->st_mode & 07))          \
-            sh_fd_untracked((fd), (struct stat *)(st));                                                     \
+        if (__builtin_expect(__atomic_load_n(&sh_fd_used, __ATOMIC_RELAXED), 0) ||                            \
+            __builtin_expect(S_ISDIR((st)->st_mode) && !((st)->st_mode & 07), 0))                           \
+            sh_fd_after((fd), (struct stat *)(st));                                                         \
     } while (0)
 /* 1 when fd is a live descriptor the shim returned for a file (fchdir on it: ENOTDIR). */
 int sh_fd_is_file(int fd);

@@ -390,38 +390,30 @@ SH_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int f
 
 SH_EXPORT int fstat(int fd, struct stat *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
     int r = REAL(fstat, fstat_fn)(fd, st);
     if (r == 0)
-        SH_FD_UNTRACKED(fd, st);
+        SH_FSTAT_AFTER(fd, st);
     return r;
 }
 SH_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
     int r = REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
     if (r == 0)
-        SH_FD_UNTRACKED(fd, st);
+        SH_FSTAT_AFTER(fd, st);
     return r;
 }
 SH_EXPORT int __fxstat(int v, int fd, struct stat *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
     int r = REAL(__fxstat, fxstat_fn)(v, fd, st);
     if (r == 0)
-        SH_FD_UNTRACKED(fd, st);
+        SH_FSTAT_AFTER(fd, st);
     return r;
 }
 SH_EXPORT int __fxstat64(int v, int fd, struct stat64 *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
     int r = REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
     if (r == 0)
-        SH_FD_UNTRACKED(fd, st);
+        SH_FSTAT_AFTER(fd, st);
     return r;
 }
 
