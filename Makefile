@@ -39,6 +39,7 @@ CLANG      ?= clang
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_SAN   := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SHIM       := $(BUILD)/lib/libhfs3shim.so
+SHIM_SAN   := $(BUILD)/lib-san/libhfs3shim.so
 HELPER     := $(BUILD)/bin/hfs3-manifest
 # The end-to-end tests run the helper built with ASan + UBSan, so its error and free paths are checked too.
 HELPER_SAN := $(BUILD)/bin-san/hfs3-manifest
@@ -90,6 +91,13 @@ $(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.s
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) $(SHIM_LDFLAGS)
 
+# The shim built with ASan + UBSan, for t_shim_san (the kernel-differential tests through it). ASan's runtime must
+# come first in the initial library list: LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(SHIM_SAN)".
+$(SHIM_SAN): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -O2,$(SHIM_CFLAGS)) -O1 -Wno-format-truncation $(SAN) -o $@ $(SHIM_SRC) -shared -Wl,-z,nodelete -Wl,-z,now $(SAN) \
+	    -Wl,--no-undefined
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhfs3.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libhfs3.a $(LIBS)
@@ -139,7 +147,7 @@ unit: $(UNIT_BIN) $(UNIT_SBIN)
 # runs an old helper (E2E_PLAIN_HELPER=1: the plain one instead of the sanitized one).
 E2E_HELPER := $(if $(E2E_PLAIN_HELPER),$(HELPER),$(HELPER_SAN))
 # the fuzz targets too (t_fuzz runs each for a few seconds), where clang is installed (scripts/deps.sh installs it)
-e2e-build: all $(E2E_HELPER) $(TOOL_BIN) $(PROBE_BIN) $(if $(shell command -v $(CLANG)),$(FUZZ_BIN))
+e2e-build: all $(E2E_HELPER) $(TOOL_BIN) $(PROBE_BIN) $(if $(SHIM_SRC),$(SHIM_SAN)) $(if $(shell command -v $(CLANG)),$(FUZZ_BIN))
 
 e2e: e2e-build
 	@BUILD=$(BUILD) bash tests/e2e/run.sh

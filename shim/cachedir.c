@@ -1,5 +1,5 @@
 /* cachedir.c - where the cache is, decided once per process. At start (no I/O but getcwd): HFS3_CACHE_DIR,
- * made absolute against the working directory when relative, else $XDG_CACHE_HOME/hfs3 (an absolute
+ * made absolute against the working directory when relative (and exported so, for children), else $XDG_CACHE_HOME/hfs3 (an absolute
  * XDG_CACHE_HOME only, as the XDG spec says), else $HOME/.cache/hfs3. At the first use that needs it (never in a
  * vfork child): the directory is created if missing and checked (a directory, reached through no symlink of
  * another user, owned by the user or root, not writable by others). An unusable default falls back to a
@@ -29,6 +29,21 @@ static void strip_slashes(char *p)
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/')
         p[--n] = 0;
+}
+
+/* The environment's HFS3_CACHE_DIR entry pointed at "HFS3_CACHE_DIR=<absolute>": in place, in the array that
+ * environ and main's envp share (bash builds its children's environment from envp, so setenv would not reach
+ * them), no allocation; the string is never changed again. */
+static char child_env[SH_PATH + 32];
+static void export_abs(void)
+{
+    extern char **environ;
+    snprintf(child_env, sizeof child_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, "HFS3_CACHE_DIR=", 15)) {
+            *e = child_env;
+            return;
+        }
 }
 
 void sh_cache_from_env(void)
@@ -75,6 +90,10 @@ void sh_cache_from_env(void)
     if (sh_normalise(sh_cache, norm, SH_PATH, NULL) == 0)
         memcpy(sh_cache, norm, strlen(norm) + 1);
     snprintf(sh_cache_env, sizeof sh_cache_env, "HFS3_CACHE_DIR=%s", sh_cache);
+    /* a relative HFS3_CACHE_DIR: children inherit the absolute one, so a child started from another directory
+     * (a shell's `cd M/x && ls`) uses this process's cache, not one of its own */
+    if (explicit_dir && c[0] != '/')
+        export_abs();
     return;
 fail:
     if (!start_error[0])

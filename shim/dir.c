@@ -99,6 +99,31 @@ static void *wrap_dir(int fd, const void *l)
     return dir_new(fd, l);
 }
 
+/* A relative spelling from a real directory that is a mount's ancestor (a cwd there: "." or "./x/.."): the
+ * listing must name the mounts below it, as an absolute spelling's does. 1 and *l (L_ANC) when the directory the
+ * kernel opens for (dirfd, p) is one; errno kept. Only relative spellings with mounts configured pay (one open,
+ * one readlink). */
+static int rel_anc(int dirfd, const char *p, struct sh_loc *l)
+{
+    if (!sh_nmounts || !p || p[0] == '/' || !*p)
+        return 0;
+    int e = errno, hit = 0;
+    int fd = sh_r.openat(dirfd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        SH_SCRATCH(t);
+        char pp[32];
+        snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+        ssize_t k = sh_r.readlink(pp, t->a, SH_SCR - 1);
+        sh_r.close(fd);
+        if (k > 0) {
+            t->a[k] = 0;
+            hit = sh_classify_abs(t->a, l) == L_ANC;
+        }
+    }
+    errno = e;
+    return hit;
+}
+
 static DIR *opendir_ours(const struct sh_loc *l, int e)
 {
     return sh_open_stream(l, O_RDONLY | O_DIRECTORY | O_CLOEXEC, wrap_dir, l, e);
@@ -112,8 +137,8 @@ SH_EXPORT DIR *opendir(const char *p)
     SH_LOC(l);
     int e = errno;
     int k = sh_classify(AT_FDCWD, p, &l);
-    if (k == L_NONE) {
-        DIR *d = real(p);
+    if (k == L_NONE && (l.kpath || !rel_anc(AT_FDCWD, p, &l))) {
+        DIR *d = real(l.kpath ? l.kpath : p);
         if (d || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
             return d;
     }
@@ -299,8 +324,9 @@ SH_EXPORT int scandir(const char *p, struct dirent ***list, filt_fn filter, cmp_
 {
     SH_LOC(l);
     int e = errno;
-    if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
-        int r = REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn))(p, list, filter, compar);
+    if (sh_classify(AT_FDCWD, p, &l) == L_NONE && (l.kpath || !rel_anc(AT_FDCWD, p, &l))) {
+        int r = REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn))(l.kpath ? l.kpath : p, list,
+                                                                                          filter, compar);
         if (r >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
             return r;
     }
@@ -317,9 +343,9 @@ SH_EXPORT int scandirat(int dfd, const char *p, struct dirent ***list, filt_fn f
 {
     SH_LOC(l);
     int e = errno;
-    if (sh_classify(dfd, p, &l) == L_NONE) {
-        int r = REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn))(dfd, p, list, filter,
-                                                                                               compar);
+    if (sh_classify(dfd, p, &l) == L_NONE && (l.kpath || !rel_anc(dfd, p, &l))) {
+        int r = REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn))(
+            dfd, l.kpath ? l.kpath : p, list, filter, compar);
         if (r >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback(dfd, p, &l) == L_NONE)
             return r;
     }

@@ -29,44 +29,80 @@ struct fdent {
 static struct fdent fdtab[SH_FD_MAX];
 int sh_fd_used;   /* set once the shim has returned a descriptor of its own (shim.h sh_fd_forget) */
 
+/* Descriptors from SH_FD_MAX up to SH_FD_HIGH (a server with RLIMIT_NOFILE raised): a second table, mapped the first
+ * time the shim returns one (no allocation: MAP_NORESERVE, pages used only when touched), never unmapped. */
+#define SH_FD_HIGH (1 << 20)
+static struct fdent *fdhigh;   /* atomic */
+
+static struct fdent *ent_high(int fd, int create);
+
+/* The table entry of fd: NULL when fd is out of range, or high and the second table is not there (create: map it).
+ * The first table inline: fstat of every descriptor comes here. */
+static inline __attribute__((always_inline)) struct fdent *ent(int fd, int create)
+{
+    if (__builtin_expect((unsigned)fd < SH_FD_MAX, 1))
+        return &fdtab[fd];
+    return ent_high(fd, create);
+}
+
+static __attribute__((noinline)) struct fdent *ent_high(int fd, int create)
+{
+    if (fd < 0 || fd >= SH_FD_HIGH)
+        return NULL;
+    struct fdent *h = __atomic_load_n(&fdhigh, __ATOMIC_ACQUIRE);
+    if (!h && create && !sh_in_vfork()) {
+        void *m = mmap(NULL, (size_t)(SH_FD_HIGH - SH_FD_MAX) * sizeof *h, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        struct fdent *none = NULL;
+        if (__atomic_compare_exchange_n(&fdhigh, &none, (struct fdent *)m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            h = m;
+        else
+            munmap(m, (size_t)(SH_FD_HIGH - SH_FD_MAX) * sizeof *h), h = none;
+    }
+    return h ? &h[fd - SH_FD_MAX] : NULL;
+}
+
 void sh_fd_set(int fd, int kind, int m, uint32_t e)
 {
     struct stat st;
-    if (fd < 0 || fd >= SH_FD_MAX || sh_in_vfork() || sh_r.fstat(fd, &st) < 0)
+    struct fdent *f;
+    if (fd < 0 || sh_in_vfork() || !(f = ent(fd, 1)) || sh_r.fstat(fd, &st) < 0)
         return;
     __atomic_store_n(&sh_fd_used, 1, __ATOMIC_RELAXED);
-    fdtab[fd].kind = 0;
-    fdtab[fd].m = (uint32_t)m;
-    fdtab[fd].e = e;
-    fdtab[fd].dev = st.st_dev;
-    fdtab[fd].ino = st.st_ino;
-    __atomic_store_n(&fdtab[fd].kind, (uint8_t)kind, __ATOMIC_RELEASE);
+    f->kind = 0;
+    f->m = (uint32_t)m;
+    f->e = e;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    __atomic_store_n(&f->kind, (uint8_t)kind, __ATOMIC_RELEASE);
 }
 
 void sh_fd_clear(int fd)
 {
-    if (fd >= 0 && fd < SH_FD_MAX && __atomic_load_n(&fdtab[fd].kind, __ATOMIC_RELAXED) && !sh_in_vfork())
-        __atomic_store_n(&fdtab[fd].kind, 0, __ATOMIC_RELEASE);
+    struct fdent *f = ent(fd, 0);
+    if (f && __atomic_load_n(&f->kind, __ATOMIC_RELAXED) && !sh_in_vfork())
+        __atomic_store_n(&f->kind, 0, __ATOMIC_RELEASE);
 }
 
 void sh_fd_dup(int from, int to)
 {
-    if (to < 0 || to >= SH_FD_MAX)
-        return;
-    int ours = from >= 0 && from < SH_FD_MAX && __atomic_load_n(&fdtab[from].kind, __ATOMIC_ACQUIRE);
+    struct fdent *a = ent(from, 0), *b;
+    int ours = a && __atomic_load_n(&a->kind, __ATOMIC_ACQUIRE);
     if (!ours) {
         sh_fd_clear(to);
         return;
     }
-    if (sh_in_vfork())
+    if (sh_in_vfork() || !(b = ent(to, 1)))
         return;
     __atomic_store_n(&sh_fd_used, 1, __ATOMIC_RELAXED);
-    fdtab[to].kind = 0;
-    fdtab[to].m = fdtab[from].m;
-    fdtab[to].e = fdtab[from].e;
-    fdtab[to].dev = fdtab[from].dev;
-    fdtab[to].ino = fdtab[from].ino;
-    __atomic_store_n(&fdtab[to].kind, fdtab[from].kind, __ATOMIC_RELEASE);
+    b->kind = 0;
+    b->m = a->m;
+    b->e = a->e;
+    b->dev = a->dev;
+    b->ino = a->ino;
+    __atomic_store_n(&b->kind, a->kind, __ATOMIC_RELEASE);
 }
 
 void sh_fd_drop(int fd)
@@ -95,7 +131,8 @@ void *sh_open_stream(const struct sh_loc *l, int flags, void *(*wrap)(int, const
 
 int sh_fd_ours(int fd)
 {
-    return fd >= 0 && fd < SH_FD_MAX && __atomic_load_n(&fdtab[fd].kind, __ATOMIC_ACQUIRE);
+    struct fdent *f = ent(fd, 0);
+    return f && __atomic_load_n(&f->kind, __ATOMIC_ACQUIRE);
 }
 
 /* The live table entry of fd (its real identity still matches), with the real fstat in *st. */
@@ -103,7 +140,7 @@ static int fd_get(int fd, struct fdent *out, struct stat *st)
 {
     if (!sh_fd_ours(fd))
         return 0;
-    *out = fdtab[fd];
+    *out = *ent(fd, 0);
     if (sh_r.fstat(fd, st) < 0 || st->st_dev != out->dev || st->st_ino != out->ino || !out->kind) {
         sh_fd_clear(fd);
         return 0;
@@ -132,6 +169,42 @@ int sh_fd_stat(int fd, struct stat *st)
         st->st_mode = (st->st_mode & S_IFMT) | 0555;
     }
     return 1;
+}
+
+void sh_fd_after(int fd, struct stat *st)
+{
+    struct fdent *f = ent(fd, 0);
+    if (f && __atomic_load_n(&f->kind, __ATOMIC_ACQUIRE)) {
+        struct fdent c = *f;
+        if (c.kind && st->st_dev == c.dev && st->st_ino == c.ino) {
+            if (c.kind == FD_FILE) {
+                const struct sh_mount *m = &sh_mounts[c.m];
+                if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken)
+                    sh_stat_synth(m, c.e, st);
+            } else {
+                st->st_mode = (st->st_mode & S_IFMT) | 0555;
+            }
+            return;
+        }
+        sh_fd_clear(fd);   /* closed and reused by means the shim did not see */
+    }
+    if (sh_nmounts > 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07))
+        sh_fd_untracked(fd, st);
+}
+
+void sh_fd_untracked(int fd, struct stat *st)
+{
+    int e = errno;
+    SH_SCRATCH(t);
+    char pp[32];
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    ssize_t k = sh_r.readlink(pp, t->a, SH_SCR - 1);
+    if (k > 0) {
+        t->a[k] = 0;
+        if (sh_map_back(t->a, t->b, SH_PATH))
+            st->st_mode = (st->st_mode & S_IFMT) | 0555;   /* what stat of its path says (sh_stat_skel) */
+    }
+    errno = e;
 }
 
 int sh_fd_dirloc(int fd, struct sh_loc *l)

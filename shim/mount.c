@@ -221,6 +221,52 @@ static void load_now(struct sh_mount *m)
     pthread_setcancelstate(cs, NULL);
 }
 
+/* A vfork child (subprocess(cwd=M/dirlink) before the parent looked at the mount): a cached index that needs no
+ * refresh (HFS3_OFFLINE=1, or younger than the TTL), the user's or root's and writable by no one else, is mapped
+ * as load() maps it, with no lock, helper, log line or allocation; the child shares the parent's memory, so the
+ * parent finds the mount loaded. Every system call comes before the mount is claimed, and the claim, the fields
+ * and the release follow with none in between. 0 once loaded, -EAGAIN when it cannot be done here. */
+static int vfork_map(struct sh_mount *m)
+{
+    if (m->sub || __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 0)
+        return -EAGAIN;
+    SH_SCRATCH(t);
+    struct stat st, dst;
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/index", m->dir) >= SH_SCR)
+        return -EAGAIN;
+    snprintf(t->b, SH_SCR, "%s/tree", m->dir);
+    int fd = sh_r.open(t->a, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -EAGAIN;
+    time_t now = time(NULL);
+    uid_t me = geteuid();
+    void *base = MAP_FAILED;
+    if (sh_r.fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_uid == me || st.st_uid == 0) &&
+        !(st.st_mode & S_IWOTH) && st.st_size > 0 && sh_r.stat(t->b, &dst) == 0 &&
+        (sh_offline || (now - st.st_mtime < sh_ttl && now >= st.st_mtime)))
+        base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    sh_r.close(fd);
+    if (base == MAP_FAILED)
+        return -EAGAIN;
+    int z = 0;
+    if (!index_valid(base, (size_t)st.st_size) ||
+        !__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        munmap(base, (size_t)st.st_size);
+        return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 ? 0 : -EAGAIN;
+    }
+    m->ix = base;
+    m->ixlen = (size_t)st.st_size;
+    m->ents = (const void *)((const char *)base + m->ix->entries_off);
+    m->kids = (const void *)((const char *)base + m->ix->children_off);
+    m->strs = (const char *)base + m->ix->strings_off;
+    m->mtime = st.st_mtime;
+    m->dev = dst.st_dev;
+    __atomic_store_n(&m->broken, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->loaded_at, (long)now, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int sh_mount_get(struct sh_mount *m)
 {
     if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2) {
@@ -232,7 +278,7 @@ int sh_mount_get(struct sh_mount *m)
         return 0;
     }
     if (sh_in_vfork())
-        return -EAGAIN;
+        return vfork_map(m);
     int z = 0;
     if (__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         load_now(m);

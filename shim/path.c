@@ -124,7 +124,106 @@ static void raw_rel(const char *path, const struct sh_mount *m, struct sh_loc *l
     l->raw = l->scr->b;
 }
 
-int sh_classify_abs(const char *path, struct sh_loc *l)
+/* The directory the kernel reaches at the logical path o (no "." or ".." in it; the spelling goes on below it),
+ * written back into o as the place a ".." climbs from: inside a mount its entry's own path (symlinks
+ * followed: "m/lnk/.." is the parent of lnk's target), a synthesized ancestor as it is, a real directory as
+ * the kernel resolves it (mapped back when that is a mount's skeleton). 0, 1 when it cannot be decided here (a
+ * vfork child, a mount not loaded), or -errno: ENOENT, ENOTDIR ("m/a.txt/.."), ELOOP, EIO. *virt: set when
+ * it was a mount's or an ancestor. */
+static int classify_plain(const char *path, struct sh_loc *l);
+
+static int kdir(char *o, int *virt)
+{
+    SH_LOC(c);
+    int k = classify_plain(o, &c);
+    struct stat st;
+    if (k == L_ANC && sh_r.lstat(o, &st) < 0) {
+        *virt = 1;
+        return 0;   /* synthesized: a directory, and ".." is its lexical parent */
+    }
+    if (k == L_MNT) {
+        *virt = 1;
+        const struct sh_mount *m;
+        uint32_t e;
+        int rc = sh_resolve(&c, 1, &m, &e);
+        if (rc == -EAGAIN)
+            return 1;
+        if (rc < 0)
+            return rc;
+        if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
+            return -ENOTDIR;
+        const char *r = rc == 1 ? "" : sh_epath(m, e);
+        return (size_t)snprintf(o, SH_PATH, "%s%s%s", m->path, *r ? "/" : "", r) < SH_PATH ? 0 : -ENAMETOOLONG;
+    }
+    /* real (or an ancestor that exists on disk): where the kernel is (a real symlink into a mount followed
+     * by "..": the kernel's answer, ENOENT; sh_fallback is not asked, it classifies spellings with "..") */
+    SH_SCRATCH(t);
+    if (!sh_r.realpath(o, t->a))
+        return -errno;
+    if (sh_r.stat(t->a, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    if (!sh_map_back(t->a, o, SH_PATH)) {
+        if (strlen(t->a) >= SH_PATH)
+            return -ENAMETOOLONG;
+        strcpy(o, t->a);
+    } else {
+        *virt = 1;
+    }
+    return 0;
+}
+
+/* A spelling with "..", walked as the kernel walks it: every component that a ".." comes after is looked up
+ * as a directory (kdir), and the ".." climbs from where that lookup landed; the components after the last ".."
+ * are left to the caller's lexical classification, as in a spelling without one. So "m/a.txt/../.." is ENOTDIR,
+ * "m/missing/../x" ENOENT, "m/lnk/../../a" (lnk -> a/b) stays in m, and "/models/.." (an ancestor) is the real
+ * "/", never the cache's directory behind the ancestor. Into out (SH_PATH): the path reached, normalised. 0,
+ * 1 when it cannot be decided here (the lexical answer stands), -errno. *virt: the walk went through a mount
+ * or an ancestor (otherwise the kernel takes the spelling as it is). */
+static int kwalk(const char *in, char *out, int *virt)
+{
+    const char *p = in, *s, *last = in;
+    size_t n, ol = 0;
+    while ((n = sh_next_comp(&p, &s)))
+        if (sh_dot_comp(s, n) == 2)
+            last = s;
+    out[0] = 0;
+    p = in;
+    while ((n = sh_next_comp(&p, &s))) {
+        int dot = sh_dot_comp(s, n);
+        if (dot == 2) {
+            ol = sh_drop_comp(out, ol);
+            out[ol] = 0;
+            continue;
+        }
+        if (dot == 1)
+            continue;
+        if (ol + 1 + n + 1 > SH_PATH)
+            return -ENAMETOOLONG;
+        out[ol] = '/';
+        memcpy(out + ol + 1, s, n);
+        ol += 1 + n;
+        out[ol] = 0;
+        if (s > last)
+            continue;   /* no ".." after it: looked up by whoever answers for the whole path */
+        if (n > NAME_MAX)
+            return -ENAMETOOLONG;
+        int rc = kdir(out, virt);
+        if (rc)
+            return rc;
+        ol = strlen(out);
+        if (ol == 1)
+            ol = 0;   /* "/" */
+    }
+    if (ol == 0)
+        strcpy(out, "/");
+    return 0;
+}
+
+/* The first step of a classification: 0 for a path surely outside (its first component is no mount's), else 1
+ * with l->path the normalised spelling (*dotdot: it had a ".."). */
+static int classify_prep(const char *path, struct sh_loc *l, int *dotdot)
 {
     const char *p = path, *s;
     size_t n = sh_next_comp(&p, &s);
@@ -134,14 +233,59 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
             maybe = 1;
     l->kind = L_NONE;
     l->raw = NULL;
+    l->kpath = NULL;
+    l->err = 0;
     if (!maybe)
-        return L_NONE;
+        return 0;
     if (!l->scr)
         l->scr = sh_scratch_get();
     l->path = l->scr->a;
+    return normalise(path, l->path, SH_PATH, &l->slash, dotdot) == 0;
+}
+
+static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw);
+
+/* sh_classify_abs for a spelling without "..": no kernel walk (kdir and map_under, which kwalk reaches) */
+static int classify_plain(const char *path, struct sh_loc *l)
+{
     int dotdot;
-    if (normalise(path, l->path, SH_PATH, &l->slash, &dotdot) < 0)
+    if (!classify_prep(path, l, &dotdot))
         return L_NONE;
+    return classify_lex(path, l, dotdot, 1);
+}
+
+int sh_classify_abs(const char *path, struct sh_loc *l)
+{
+    int dotdot;
+    if (!classify_prep(path, l, &dotdot))
+        return L_NONE;
+    int virt = 0, kw = 1;
+    if (dotdot) {
+        int e = errno;
+        kw = kwalk(path, l->scr->d, &virt);
+        errno = e;
+    }
+    if (kw < 0 && !virt)
+        return L_NONE;   /* it fails before it reaches a mount: the kernel says why, from the spelling */
+    if (kw < 0) {
+        /* the kernel's walk fails inside the mounts' tree: every call gives its errno (sh_resolve) */
+        l->kind = L_MNT;
+        l->m = 0;
+        l->rel = "";
+        l->err = kw;
+        return L_MNT;
+    }
+    if (kw == 0) {
+        strcpy(l->path, l->scr->d);   /* ".." taken: what follows is a spelling without one */
+        if (virt)
+            l->kpath = l->path;       /* for a real call (an ancestor on disk, or out of the mounts) */
+    }
+    return classify_lex(path, l, dotdot, kw);
+}
+
+/* The rest of a classification, on l->path: the mount or ancestor it names, lexically. */
+static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw)
+{
     size_t len = strlen(l->path);
     for (int i = 0; i < sh_nmounts; i++) {
         const struct sh_mount *m = &sh_mounts[i];
@@ -150,7 +294,7 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
             l->m = i;
             l->rel = l->path + m->len + (l->path[m->len] == '/');
             sh_hub_classify(l);   /* a hub's repository: its sub-mount (hub.c) */
-            if (dotdot && !sh_mounts[l->m].hub)   /* a hub's own root: its names stay lexical */
+            if (kw && dotdot && !sh_mounts[l->m].hub)   /* a hub's own root: its names stay lexical */
                 raw_rel(path, &sh_mounts[l->m], l);
             return L_MNT;
         }
@@ -165,6 +309,36 @@ int sh_classify_abs(const char *path, struct sh_loc *l)
                 return L_ANC;
             }
         }
+    /* a name longer than NAME_MAX right below a synthesized ancestor: the kernel's lookup stops there with
+     * ENAMETOOLONG, where the real call (which finds no ancestor on disk) would say ENOENT */
+    size_t al = 0;
+    for (int i = 0; i < sh_nmounts; i++) {
+        const struct sh_mount *m = &sh_mounts[i];
+        size_t k = 0, whole = 0;
+        while (k < len && k < m->len && l->path[k] == m->path[k])
+            if (l->path[k++] == '/')
+                whole = k - 1;   /* l->path[0..whole) is a whole-component prefix of the mount's path */
+        if (whole > al)
+            al = whole;
+    }
+    if (al > 1) {
+        const char *c = l->path + al + 1, *ce = strchr(c, '/');
+        size_t cn = ce ? (size_t)(ce - c) : strlen(c);
+        struct stat st;
+        l->path[al] = 0;
+        int ondisk = sh_r.lstat(l->path, &st) == 0;
+        l->path[al] = '/';
+        if (cn > NAME_MAX && !ondisk) {
+            l->kind = L_MNT;
+            l->m = 0;
+            l->rel = "";
+            l->err = -ENAMETOOLONG;
+            return L_MNT;
+        }
+    }
+    /* out of the mounts' tree through a "..": the real call goes where the kernel would go (kpath) */
+    if (l->kpath && l->slash && len > 1 && len + 1 < SH_PATH)
+        strcpy(l->path + len, "/");
     return L_NONE;
 }
 
@@ -177,7 +351,7 @@ static int map_under(const char *real, const char *cache, char *out, size_t outn
     if (!strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9])) {
         const char *tail = r + 9;
         SH_LOC(l);
-        if (sh_classify_abs(*tail ? tail : "/", &l) != L_ANC)
+        if (classify_plain(*tail ? tail : "/", &l) != L_ANC)
             return 0;
         return (size_t)snprintf(out, outn, "%s", l.path) < outn;
     }
@@ -250,6 +424,17 @@ int sh_classify(int dirfd, const char *path, struct sh_loc *l)
         sh_filter_build();
         errno = e;
     }
+    if (!sh_nmounts || !path || !*path)
+        return L_NONE;
+    /* the kernel refuses a spelling of PATH_MAX bytes or more before any lookup, whatever it would resolve to */
+    if (strnlen(path, PATH_MAX) >= PATH_MAX)
+        return L_NONE;
+    return sh_classify_long(dirfd, path, l);
+}
+
+int sh_classify_long(int dirfd, const char *path, struct sh_loc *l)
+{
+    l->kind = L_NONE;
     if (!sh_nmounts || !path || !*path)
         return L_NONE;
     if (path[0] == '/')
@@ -331,8 +516,9 @@ static int nosym_miss(int dirfd, const char *path)
 int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
+    l->kpath = NULL;
     if (!sh_nmounts || !path || !*path)
-        return L_NONE;
+        return L_NONE;   /* (a spelling of PATH_MAX bytes or more fails with ENAMETOOLONG: never comes here) */
     int e = errno;
     if (path[0] == '/' && nosym_miss(AT_FDCWD, path)) {
         errno = e;

@@ -109,6 +109,11 @@ struct sh_loc {
     const char *raw;           /* L_MNT, NULL unless a ".." was applied below the mount's root: the spelling from
                                 * where it last entered the root, unnormalised (scr->b); sh_resolve walks it */
     char *path;                /* normalised absolute logical path (SH_PATH bytes of scr) */
+    const char *kpath;         /* L_NONE, a spelling that went through a mount or an ancestor with a ".." and came
+                                * out (stat("/models/..")): the real path the kernel would reach, for the real
+                                * call in place of the spelling (path.c kwalk); NULL otherwise */
+    int err;                   /* L_MNT: -errno the kernel's walk of the spelling gives ("m/file/../x": ENOTDIR),
+                                * answered by sh_resolve for every call; 0 otherwise */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
 void sh_scratch_put(struct sh_scratch **s);
@@ -118,7 +123,7 @@ static inline void sh_loc_done(struct sh_loc *l)
         sh_scratch_put(&l->scr);
 }
 /* A location on the stack: small; its scratch (if any) is given back at the end of the scope. */
-#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {0, 0, 0, NULL, NULL, NULL, NULL}
+#define SH_LOC(l) struct sh_loc l __attribute__((cleanup(sh_loc_done))) = {.kind = L_NONE}
 
 /* fd table kinds */
 enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };
@@ -157,6 +162,8 @@ void sh_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * a real call failed with ENOENT/ENOTDIR, resolves the existing part of the path through real symlinks and
  * classifies the result (L_NONE when it does not land in a mount). */
 int sh_classify(int dirfd, const char *path, struct sh_loc *l);
+/* sh_classify for a spelling of any length (realpath: glibc walks it in user space, no PATH_MAX limit) */
+int sh_classify_long(int dirfd, const char *path, struct sh_loc *l);
 int sh_fallback(int dirfd, const char *path, struct sh_loc *l);
 /* The fast path's filter, built from the mounts once they are parsed (sh_filter_build): sh_first_map[c] is 1
  * when some mount's first component starts with byte c; also for '.' ("/../models" is a mount path) and '/'
@@ -209,6 +216,21 @@ int sh_fd_dirloc(int fd, struct sh_loc *l);
 /* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
 int sh_fd_stat(int fd, struct stat *st);
 int sh_fd_ours(int fd);
+/* After a real fstat of a descriptor the table does not know (inherited through exec, opened by means the shim did
+ * not see): a skeleton or ancestor directory of the cache gets the mode stat of its path gives. Only directories
+ * without permission bits for others (the cache's, 0700 or 03770) are looked at (one readlink); errno kept. */
+void sh_fd_untracked(int fd, struct stat *st);
+/* After a successful real fstat into st: the shim's answer for a descriptor it returned (the identity stat of its
+ * path gives), or sh_fd_untracked's. */
+void sh_fd_after(int fd, struct stat *st);
+/* fstat's fast path: the real call, then one or two loads unless the shim ever returned a descriptor or st is a
+ * directory with no permission bits for others */
+#define SH_FSTAT_AFTER(fd, st)                                                                              \
+    do {                                                                                                    \
+        if (__builtin_expect(__atomic_load_n(&sh_fd_used, __ATOMIC_RELAXED), 0) ||                            \
+            __builtin_expect(S_ISDIR((st)->st_mode) && !((st)->st_mode & 07), 0))                           \
+            sh_fd_after((fd), (struct stat *)(st));                                                         \
+    } while (0)
 /* 1 when fd is a live descriptor the shim returned for a file (fchdir on it: ENOTDIR). */
 int sh_fd_is_file(int fd);
 /* Forgets and closes a descriptor the shim returned (a stream over it could not be made); errno kept. */

@@ -163,6 +163,8 @@ void sh_anc_path(const char *logical, char *out, size_t n)
  * (stat, open, opendir, chdir, access, readlink, realpath, listings) comes here, so ".." is taken alike. */
 int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e)
 {
+    if (l->err)
+        return l->err;   /* the kernel's walk of the spelling failed before the mount (path.c kwalk) */
     struct sh_mount *m = &sh_mounts[l->m];
     int rc = sh_mount_get(m);
     if (rc < 0)

@@ -40,6 +40,8 @@ static int anc_real(const struct sh_loc *l)
             if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
                 return rv_;                                                                                 \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            if (l_.kpath)                                                                                   \
+                (PATH) = l_.kpath;   /* a ".." out of the mounts: where the kernel would be */               \
             rv_ = (REALEXPR);                                                                               \
             if (!(FAILED) || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)        \
                 return rv_;                                                                                 \
@@ -60,6 +62,8 @@ static int anc_real(const struct sh_loc *l)
             if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
                 return -1;                                                                                  \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
+            if (l_.kpath)                                                                                   \
+                (PATH) = l_.kpath;                                                                          \
             int rv_ = (REALEXPR);                                                                           \
             if (rv_ >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)         \
                 return rv_;                                                                                 \
@@ -102,6 +106,8 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
         if (sh_fallback(dirfd, path, &l) == L_NONE)
             return -1;
     } else if (sh_classify(dirfd, path, &l) == L_NONE) {
+        if (l.kpath)
+            path = l.kpath;
         int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
                                    : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
         if (fd >= 0) {
@@ -323,7 +329,7 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         if (sh_wguard_on && fopen_refused(path, mode))
             return NULL;
-        FILE *f = real(path, mode);
+        FILE *f = real(l.kpath ? l.kpath : path, mode);
         if (f) {
             sh_fd_forget(fileno(f));
             return f;
@@ -469,27 +475,31 @@ SH_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int f
 
 SH_EXPORT int fstat(int fd, struct stat *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
-    return REAL(fstat, fstat_fn)(fd, st);
+    int r = REAL(fstat, fstat_fn)(fd, st);
+    if (r == 0)
+        SH_FSTAT_AFTER(fd, st);
+    return r;
 }
 SH_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
-    return REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
+    int r = REAL(fstat64, int (*)(int, struct stat64 *))(fd, st);
+    if (r == 0)
+        SH_FSTAT_AFTER(fd, st);
+    return r;
 }
 SH_EXPORT int __fxstat(int v, int fd, struct stat *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
-    return REAL(__fxstat, fxstat_fn)(v, fd, st);
+    int r = REAL(__fxstat, fxstat_fn)(v, fd, st);
+    if (r == 0)
+        SH_FSTAT_AFTER(fd, st);
+    return r;
 }
 SH_EXPORT int __fxstat64(int v, int fd, struct stat64 *st)
 {
-    if (fstat_ours(fd, st))
-        return 0;
-    return REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
+    int r = REAL(__fxstat64, int (*)(int, int, struct stat64 *))(v, fd, st);
+    if (r == 0)
+        SH_FSTAT_AFTER(fd, st);
+    return r;
 }
 
 typedef int (*statx_fn)(int, const char *, int, unsigned int, struct statx *);
@@ -594,6 +604,15 @@ static char *realpath_ours(const struct sh_loc *l, char *resolved, int e)
 
 SH_EXPORT char *realpath(const char *p, char *resolved)
 {
+    if (__builtin_expect(p && !sh_outside(AT_FDCWD, p) && strnlen(p, PATH_MAX) >= PATH_MAX, 0)) {
+        /* glibc walks a spelling component by component: one of PATH_MAX bytes or more is no error there */
+        SH_LOC(l);
+        int e = errno;
+        if (sh_classify_long(AT_FDCWD, p, &l) != L_NONE && !l.kpath)
+            return realpath_ours(&l, resolved, e);
+        if (l.kpath)
+            p = l.kpath;
+    }
     WITH_LOC(AT_FDCWD, p, REAL(realpath, char *(*)(const char *, char *))(p, resolved), rv_ == NULL,
              return realpath_ours(&l_, resolved, e_));
 }
@@ -613,6 +632,8 @@ SH_EXPORT int chdir(const char *p)
     SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE) {
+        if (l.kpath)
+            p = l.kpath;
         int r = REAL(chdir, int (*)(const char *))(p);
         if (r == 0) {
             sh_cwd_changed();

@@ -4,8 +4,7 @@
 # with a zero buffer, a 300-byte name, ".." after a file, a missing name and a symlink to a directory through
 # stat, lstat, open, opendir, chdir, access, readlink and realpath, an O_PATH descriptor of a file as a
 # directory, inode identity of equal files, glibc's fts with FTS_PHYSICAL and FTS_LOGICAL: one line per entry) over the flat fixture and a links tree copied into a read-only tmpfs, and over
-# the same trees through the shim. The transcripts must differ only by KNOWN, each listed in docs/reference.md's
-# known limits with its reason.
+# the same trees through the shim. The transcripts must be equal.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_setup || exit 1
@@ -45,13 +44,11 @@ mkdir "$WORK/ro/flat" "$WORK/ro/lt" && cp -a "$WORK/fx/src/flat/." "$WORK/ro/fla
 "$T/kexact" "$WORK/ro/flat" "$WORK/ro/lt" >"$WORK/kernel.out"
 LD_PRELOAD=$HFS3_SHIM "$T/kexact" "$M/flat" "$M/lt" >"$WORK/shim.out"
 umount "$WORK/ro"
-# the differences that remain: a ".." that (lexically) climbs out of a mount's root is taken lexically, without
-# a lookup of what precedes it: "file/../../ROOT" names the root where the kernel says ENOTDIR, and
-# "lnk/../../a" (lnk -> a/b: the kernel is still inside, at a/) leaves the mount
-KNOWN='stat(a.txt/../../ROOT) ENOTDIR ok
-stat(lnk/../../a/c/x.txt) ok:file ENOENT'
+# no difference remains: a ".." that climbs out of a mount's root is looked up as the kernel does (issue 22 item 3:
+# "a.txt/../../ROOT" is ENOTDIR, "lnk/../../a" with lnk -> a/b stays inside)
+KNOWN=''
 got=$(paste -d' ' "$WORK/kernel.out" "$WORK/shim.out" | awk '{ n = NF / 2; a = ""; b = ""; for (i = 1; i < n; i++) a = a $i " "; if ($n != $NF) print a $n " " $NF }' | sed 's/ $//')
-diff <(echo "$KNOWN") <(echo "$got") && echo "differences: exactly the known ones"
-shim_check "kernel and shim agree but for the known differences" test "$got" = "$KNOWN"
+diff <(echo "$KNOWN") <(echo "$got") && echo "differences: none"
+shim_check "kernel and shim agree" test "$got" = "$KNOWN"
 shim_check "operations compared: $(wc -l <"$WORK/kernel.out")" test "$(wc -l <"$WORK/kernel.out")" -ge 140
 exit $((SHIM_FAILS > 0))
