@@ -1048,7 +1048,8 @@ static int tmpl_ok(const char *p, int sl)
     do {                                                                                                    \
         if (!tmpl_ok((P), (SL)))                                                                            \
             return REALEXPR;                                                                                \
-        RO_CREATE(AT_FDCWD, P, REALEXPR);                                                                   \
+        const char *tp_ = (P);   /* the guard's copy: REALEXPR fills in the caller's own template */       \
+        RO_CREATE(AT_FDCWD, tp_, REALEXPR);                                                                 \
     } while (0)
 SH_EXPORT int mkstemp(char *p) { RO_TEMP(p, 0, REAL(mkstemp, int (*)(char *))(p)); }
 SH_EXPORT int mkstemp64(char *p) { RO_TEMP(p, 0, REAL(mkstemp64, int (*)(char *))(p)); }
@@ -1069,7 +1070,8 @@ static int mkdtemp_int(char *p)
     char *(*real)(char *) = REAL(mkdtemp, char *(*)(char *));
     if (!tmpl_ok(p, 0))
         return real(p) ? 0 : -1;
-    RO_CREATE_K(AT_FDCWD, p, SH_C_DIR, real(p) ? 0 : -1);
+    const char *tp = p;   /* the guard's copy: real() fills in the caller's own template */
+    RO_CREATE_K(AT_FDCWD, tp, SH_C_DIR, real(p) ? 0 : -1);
 }
 SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
 
