@@ -388,6 +388,14 @@ int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char
                         "mount's directory must be your own; refusing (ask its owner or root to remove it)",
                         c->p_mounts, key, spec, (unsigned)st.st_uid);
     }
+    /* the owner of a sticky directory may still rename anything in it: a member who made mounts/ could swap two
+     * of this user's mount directories */
+    if (own && (fstat(c->mounts, &st) < 0 || (st.st_uid != c->uid && st.st_uid != 0))) {
+        close(fd);
+        return hfs3_err(-EPERM, "cache: %s belongs to uid %u, who could swap the mount directories in it: under "
+                        "HFS3_VERIFY_FOREIGN=1 it must be yours or root's; refusing (ask root to chown it, or let "
+                        "the cache's owner create its subdirectories first)", c->p_mounts, (unsigned)st.st_uid);
+    }
     if (path && !(*path = hfs3_cache_path(c, "mounts", key, NULL))) {
         close(fd);
         return hfs3_err(-ENOMEM, "out of memory");

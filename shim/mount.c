@@ -73,6 +73,10 @@ static int index_foreign(const char *dir)
     if (sh_r.lstat(dir, &st) == 0 &&
         (!S_ISDIR(st.st_mode) || st.st_uid != me || ((st.st_mode & S_IWGRP) && !(st.st_mode & S_ISVTX))))
         return 1;
+    /* mounts/ itself: its owner may rename anything in it, sticky or not (swap two of this user's mounts) */
+    snprintf(t->a, SH_SCR, "%s/mounts", sh_cache);
+    if (sh_r.lstat(t->a, &st) == 0 && st.st_uid != me && st.st_uid != 0)
+        return 1;
     static const char *const names[] = {"index", "manifest.json"};
     for (int i = 0; i < 2; i++) {
         snprintf(t->a, SH_SCR, "%s/%s", dir, names[i]);

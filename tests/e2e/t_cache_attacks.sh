@@ -569,6 +569,19 @@ shimA4 "/models/m1=$R" 'cd /models/m1/sub && cat empty.txt; cat /models/m1/confi
 not_forged "attack 4 (mounts/K/tree/sub a symlink of B's)"
 grep -q architectures "$WORK/shim.out" || { cat "$WORK/shim.err" >&2; fail "attack 4: the rest of the mount"; }
 ok "attack 4: cd into a skeleton directory that B made a symlink: refused ($(head -1 "$WORK/shim.err"))"
+# B made mounts/: as its owner B could swap two of A's own mount directories (sticky or not): refused under
+# HFS3_VERIFY_FOREIGN=1, a denial of service only
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+refused "attack 4: mounts/ of B's under HFS3_VERIFY_FOREIGN=1" "who could swap the mount directories"
+shimVF "$R" cat /models/m1/config.json
+not_forged "attack 4 (mounts/ of B's, HFS3_VERIFY_FOREIGN=1)"
+# a real directory of B's for the ancestor, holding a file where the mount is: the mount is still the index's
+as "$B" bash -c "rm '$S/mounts/ancestors/mdl' && mkdir -m 2775 '$S/mounts/ancestors/mdl' '$S/mounts/ancestors/mdl/m1' &&
+  printf '%s' '$fbytes' >'$S/mounts/ancestors/mdl/m1/config.json' && chmod -R a+rX '$S/mounts/ancestors/mdl'"
+shimA4 "/mdl/m1=$R" 'cd /mdl && cat m1/config.json'
+not_forged "attack 4 (mounts/ancestors/mdl a directory of B's)"
+grep -q architectures "$WORK/shim.out" || { cat "$WORK/shim.err" >&2; fail "attack 4: cd /mdl; cat m1/config.json: exit $st"; }
+ok "attack 4: cd into an ancestor that is B's directory: m1/config.json is still the mount's"
 victim_ok "attack 4"
 
 # attack 5: a connection-string REMOTE (a secret inside): the shim must not start a helper with it in argv
