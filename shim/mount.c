@@ -168,6 +168,15 @@ static void load(struct sh_mount *m)
         fd = -1;
         refused = 1;
     }
+    /* HFS3_VERIFY_FOREIGN=1: still not this user's after the helper ran (it refused, or failed): never mapped */
+    if (fd >= 0 && sh_verify_foreign &&
+        (index_foreign(m->dir) || sh_r.fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+         (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink != 1)) {
+        sh_log(0, "%s: %s could have been written by another user and HFS3_VERIFY_FOREIGN=1: not used", m->path, p);
+        sh_r.close(fd);
+        fd = -1;
+        refused = 1;
+    }
     if (fd >= 0 && sh_r.fstat(fd, &st) == 0 && st.st_size > 0) {
         void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (base != MAP_FAILED && index_valid(base, (size_t)st.st_size)) {

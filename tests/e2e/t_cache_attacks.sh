@@ -460,6 +460,29 @@ HFS3_VERIFY_FOREIGN=1 runA _index s3test:models/m2
 refused "B made A's own mount directory first" "must be your own"
 victim_ok "attack 1"
 
+# B makes A's own mount directory first, with an index B forged (built by B's own helper from a forged manifest
+# in the shared mounts/K) that maps config.json to a blob A trusts without asking (root's tokenizer.json): A's
+# helper refuses the directory, and A's shim must not map B's index anyway
+new_shared a1b
+HFS3_CACHE_DIR=$S "$HFS3_BIN" _get "$R" tokenizer.json
+python3 - "$S/mounts/$K/manifest.json" "$tok" "$(stat -c %s "$WORK/m/tokenizer.json")" >"$WORK/forged1b.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for e in m["entries"]:
+    if e["path"] == "config.json":
+        e["sha256"], e["size"] = sys.argv[2], int(sys.argv[3])
+        e.pop("etag", None)
+print(json.dumps(m))
+PY
+chmod 0644 "$WORK/forged1b.json"
+as "$B" bash -c "cp '$WORK/forged1b.json' '$S/mounts/$K/m.b' && mv -f '$S/mounts/$K/m.b' '$S/mounts/$K/manifest.json' &&
+  HFS3_CACHE_DIR='$S' '$HFS3_BIN' _index '$R' && mkdir -m 3770 '$S/mounts/$KA' && cp '$S/mounts/$K/index' '$S/mounts/$KA/index' && chmod 0440 '$S/mounts/$KA/index'"
+grep -q "$tok" "$S/mounts/$K/manifest.json" || fail "attack 1b: B's forged manifest"
+shimVF "$R" cat /models/m1/config.json
+! cmp -s "$WORK/shim.out" "$WORK/m/tokenizer.json" || fail "attack 1b: A's shim read tokenizer.json as config.json through B's index"
+[ "$st" != 0 ] && grep -q "not used" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "attack 1b: exit $st"; }
+ok "attack 1b: B's index in a directory B made for A: not mapped ($(grep -m1 "not used" "$WORK/shim.err"))"
+
 # attack 2: A mounts another spelling of the same endpoint + bucket + prefix with nothing cached under it: the
 # helper copies the manifest cached under the first. B flips that manifest.json with a forged one, as fast as
 # it can, while A adopts it 30 times: the copy must never be B's (it would become A's own file, with the real ETag)
