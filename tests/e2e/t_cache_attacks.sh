@@ -7,6 +7,10 @@
 # Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
 # Blobs with a second name are refused even when their size is right (issue 25 item 4).
 # The last cases are the shim's side: A's cat through the shim after B's plants.
+# Issue 23: with HFS3_VERIFY_FOREIGN=1 B can deny A service but never choose what A reads: attack 1 (B rewrites
+# A's manifest.json; B makes A's own mount directory first), 2 (B flips the source of an alias copy), 3 (B points
+# A's canonical at another model), 4 (symlinks for the shim's skeleton and ancestor directories), 5 (a secret in
+# a connection-string REMOTE never reaches argv or the log), each as real uids A (victim) and B (member).
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -485,7 +489,7 @@ ok "attack 1b: B's index in a directory B made for A: not mapped ($(grep -m1 "no
 
 # attack 2: A mounts another spelling of the same endpoint + bucket + prefix with nothing cached under it: the
 # helper copies the manifest cached under the first. B flips that manifest.json with a forged one, as fast as
-# it can, while A adopts it 30 times: the copy must never be B's (it would become A's own file, with the real ETag)
+# it can, while A adopts it 15 times: the copy must never be B's (it would become A's own file, with the real ETag)
 export RCLONE_CONFIG_ALIASB_TYPE=s3 RCLONE_CONFIG_ALIASB_PROVIDER=Other RCLONE_CONFIG_ALIASB_ACCESS_KEY_ID=S3RVER \
        RCLONE_CONFIG_ALIASB_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_ALIASB_ENDPOINT="$S3_ENDPOINT" \
        RCLONE_CONFIG_ALIASB_REGION=us-east-1
@@ -514,7 +518,7 @@ print("flips", n)
 PY
 flipper=$!
 wins=0 adopted=0
-for i in $(seq 1 30); do
+for i in $(seq 1 15); do
   for d in $(a_dirs); do [ "$d" = "$src" ] || rm -rf "$d"; done
   HFS3_OFFLINE=1 HFS3_VERIFY_FOREIGN=1 runA _index "$R2"
   [ "$st" = 0 ] && adopted=$((adopted + 1))
@@ -523,9 +527,9 @@ for i in $(seq 1 30); do
   done
 done
 touch "$WORK/stop"; wait "$flipper" || true
-echo "attack 2: B's $(cat "$WORK/flips"), A adopted $adopted of 30, B won $wins"
+echo "attack 2: B's $(cat "$WORK/flips"), A adopted $adopted of 15, B won $wins"
 [ "$wins" = 0 ] || fail "attack 2: A copied B's forged manifest $wins times"
-[ "$adopted" = 30 ] || { cat "$WORK/err" >&2; fail "attack 2: adopted only $adopted of 30"; }
+[ "$adopted" = 15 ] || { cat "$WORK/err" >&2; fail "attack 2: adopted only $adopted of 15"; }
 ok "attack 2: an alias copy is never B's (B could not flip A's files: $(cat "$WORK/flips"))"
 # what the copy reads is checked on the descriptor it reads: an etag there that a member could have written
 # (0660, as older versions left it) is not copied with the manifest (it would pair it with another one's 304)
@@ -630,7 +634,7 @@ print(len(hits))
 PY
 watcher=$!
 sleep 0.3
-for i in 1 2 3; do
+for i in 1 2; do
   # the REMOTE in the environment (private to A), as a real deployment sets it: never in this test's own argv
   set +e
   HFS3_HELPER="$WORK/wrap.sh" HFS3_LOG=debug HFS3_PREFETCH=0 HFS3_MOUNTS="/models/x=cs,secret_access_key=SEKRET5:models/m1" \
