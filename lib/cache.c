@@ -424,13 +424,13 @@ static int foreign(const hfs3_cache *c, const struct stat *st)
     return (st->st_uid != c->uid && st->st_uid != 0) || (st->st_mode & (S_IWGRP | S_IWOTH)) || st->st_nlink != 1;
 }
 
-/* A mount directory (descriptor fd) whose files nobody but this user can replace: the user's own, and sticky
- * or private. */
+/* A mount directory (descriptor fd) whose files nobody but this user (and root) can replace: the user's own or
+ * root's (a root init container's, prewarmed with HFS3_VERIFY_FOREIGN=1), and sticky or private. */
 static int own_dir(const hfs3_cache *c, int fd)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && st.st_uid == c->uid && (!c->shared || (st.st_mode & S_ISVTX)) &&
-           !(st.st_mode & S_IWOTH);
+    return fstat(fd, &st) == 0 && (st.st_uid == c->uid || st.st_uid == 0) &&
+           (!c->shared || (st.st_mode & S_ISVTX)) && !(st.st_mode & S_IWOTH);
 }
 
 int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out)

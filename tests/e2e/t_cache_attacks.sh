@@ -542,6 +542,18 @@ d2=$S/mounts/$(keyof "$R2" "$A")
 ok "attack 2: an etag others could have written is not copied with the manifest"
 victim_ok "attack 2"
 
+# the prewarm of a pod whose server runs with HFS3_VERIFY_FOREIGN=1: root's fetch with it too keeps root's mount
+# directory sticky, so A's server copies root's manifest offline (root is trusted; B cannot replace its files)
+S=$WORK/vf.root; mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"; export HFS3_CACHE_DIR=$S
+HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" fetch "$R" >/dev/null || fail "root's fetch with HFS3_VERIFY_FOREIGN=1"
+[ "$(stat -c '%u %a' "$S/mounts/$(keyof "$R" 0)")" = "0 3770" ] || fail "root's own mount directory"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 HFS3_VERIFY_FOREIGN=1 \
+  HFS3_OFFLINE=1 HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+set -e
+cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "A's offline server after root's prewarm"; }
+ok "root's prewarm with HFS3_VERIFY_FOREIGN=1 serves A's HFS3_VERIFY_FOREIGN=1 server offline"
+
 # attack 3: B points A's m1 entry at m2's identity (canonical was 0660): A mounting s3test:models/m2 (not
 # published: 404 online) must not get m1, offline or online
 new_vf a3
