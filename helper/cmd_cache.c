@@ -20,6 +20,7 @@
 #include "hfs3/config.h"
 #include "hfs3/gc.h"
 #include "hfs3/index.h"
+#include "hfs3/explain.h"
 #include "hfs3/util.h"
 
 #define KEEP_FRESH 300 /* --unreferenced keeps a blob used in the last 5 minutes: its manifest may be arriving */
@@ -232,7 +233,7 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
     char key[17] = "";
     if (remote)
-        hfs3_mountkey(remote, key);
+        hfs3_mountkey_as(remote, hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0), (unsigned)geteuid(), key);
     for (size_t i = 0; i < s->nm; i++) {
         hfs3_gc_mount *m = &s->m[i];
         if (group_head(s, m) != m)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hfs3/index.h"
+#include "hfs3/explain.h"
 #include "hfs3/util.h"
 
 #define MAX_WAITERS 16
@@ -307,7 +308,7 @@ int cmd_status(int argc, char **argv)
     const char *remote = optind < argc ? argv[optind] : NULL;
     char key[17];
     if (remote)
-        hfs3_mountkey(remote, key);
+        hfs3_mountkey_as(remote, hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0), (unsigned)geteuid(), key);
     cmd_snap s;
     int rc = cmd_snap_read(&s, "status");
     if (rc)

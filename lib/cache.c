@@ -256,6 +256,7 @@ static int check_top(hfs3_cache *c, int fd, int created)
     c->gid = st.st_gid;
     c->dir_mode = c->shared ? 03770 : 0700;
     c->file_mode = c->shared ? 0660 : 0600;
+    c->entry_mode = c->shared ? 0640 : 0600;
     c->blob_mode = c->shared ? 0440 : 0444;
     if (c->shared && st.st_uid != c->uid && st.st_uid != 0)
         return hfs3_err(-EPERM, "cache directory %s is shared (setgid, group-writable) but belongs to uid %u, not to "
@@ -373,11 +374,29 @@ char *hfs3_cache_path(const hfs3_cache *c, const char *sub, const char *name, co
 int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char **path)
 {
     char key[17];
-    hfs3_mountkey(spec, key);
-    /* not sticky: every member's refresh replaces index, manifest.json and etag in it */
-    int fd = hfs3_cache_opendir(c, c->mounts, key, create ? (c->shared ? 02770 : 0700) : 0, 0, c->p_mounts);
+    hfs3_mountkey_as(spec, c->verify_foreign, (unsigned)c->uid, key);
+    /* not sticky: every member's refresh replaces index, manifest.json and etag in it; under
+     * HFS3_VERIFY_FOREIGN=1 the user's own directory (hfs3_mountkey_as), sticky, and only while it is the user's */
+    int own = c->verify_foreign && c->shared;
+    int fd = hfs3_cache_opendir(c, c->mounts, key, create ? (c->shared ? (own ? 03770 : 02770) : 0700) : 0, own,
+                                c->p_mounts);
     if (fd < 0)
         return fd;
+    struct stat st;
+    if (own && (fstat(fd, &st) < 0 || st.st_uid != c->uid)) {
+        close(fd);
+        return hfs3_err(-EPERM, "cache: %s/%s (for %s) belongs to uid %u, not to you: under HFS3_VERIFY_FOREIGN=1 a "
+                        "mount's directory must be your own; refusing (ask its owner or root to remove it)",
+                        c->p_mounts, key, spec, (unsigned)st.st_uid);
+    }
+    /* the owner of a sticky directory may still rename anything in it: a member who made mounts/ could swap two
+     * of this user's mount directories */
+    if (own && (fstat(c->mounts, &st) < 0 || (st.st_uid != c->uid && st.st_uid != 0))) {
+        close(fd);
+        return hfs3_err(-EPERM, "cache: %s belongs to uid %u, who could swap the mount directories in it: under "
+                        "HFS3_VERIFY_FOREIGN=1 it must be yours or root's; refusing (ask root to chown it, or let "
+                        "the cache's owner create its subdirectories first)", c->p_mounts, (unsigned)st.st_uid);
+    }
     if (path && !(*path = hfs3_cache_path(c, "mounts", key, NULL))) {
         close(fd);
         return hfs3_err(-ENOMEM, "out of memory");
@@ -396,10 +415,23 @@ void hfs3_mount_set_error(const hfs3_cache *c, const char *spec, const char *msg
     free(d);
 }
 
-/* Written by a user other than this one and root: HFS3_VERIFY_FOREIGN=1 does not take it on trust. */
+/* Someone other than this user (and root) could have written it: HFS3_VERIFY_FOREIGN=1 does not take it on
+ * trust. Another user's file; or one its group or others can write (0660: any member could have rewritten it in
+ * place, whoever owns it); or one with a second name (a file of this user's linked in from elsewhere). The
+ * directory it sits in is the caller's part: under HFS3_VERIFY_FOREIGN=1 a mount directory is the user's own
+ * and sticky (hfs3_cache_mount_dir, own_dir), so nobody else can rename another file over it. */
 static int foreign(const hfs3_cache *c, const struct stat *st)
 {
-    return st->st_uid != c->uid && st->st_uid != 0;
+    return (st->st_uid != c->uid && st->st_uid != 0) || (st->st_mode & (S_IWGRP | S_IWOTH)) || st->st_nlink != 1;
+}
+
+/* A mount directory (descriptor fd) whose files nobody but this user (and root) can replace: the user's own or
+ * root's (a root init container's, prewarmed with HFS3_VERIFY_FOREIGN=1), and sticky or private. */
+static int own_dir(const hfs3_cache *c, int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (st.st_uid == c->uid || st.st_uid == 0) &&
+           (!c->shared || (st.st_mode & S_ISVTX)) && !(st.st_mode & S_IWOTH);
 }
 
 int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out)
@@ -416,9 +448,10 @@ int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out)
     rc = hfs3_cache_read(c, fd, "manifest.json", HFS3_MAX_DOC, &doc, &n, &st, mdir);
     if (rc == -ENOENT)
         hfs3_err(rc, "%s: no cached manifest (%s/manifest.json)", spec, mdir);
-    if (rc == 0 && c->verify_foreign && foreign(c, &st))
-        rc = hfs3_err(-EACCES, "%s: the cached %s/manifest.json was written by uid %u, and HFS3_VERIFY_FOREIGN=1 "
-                      "asks for one of your own", spec, mdir, (unsigned)st.st_uid);
+    if (rc == 0 && c->verify_foreign && (foreign(c, &st) || !own_dir(c, fd)))
+        rc = hfs3_err(-EACCES, "%s: the cached %s/manifest.json could have been written by another user (owner uid "
+                      "%u, mode %04o, %lu links), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spec, mdir,
+                      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
     if (rc == 0 && (rc = hfs3_manifest_parse(doc, n, out)) < 0)
         hfs3_err_wrap(rc, "%s: cached %s/manifest.json", spec, mdir);
     close(fd);
@@ -475,7 +508,13 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     }
     if (use_cached) {
         size_t n;
-        if (hfs3_cache_read(c, mfd, "etag", 4096, &etag, &n, NULL, mdir) == 0) {
+        struct stat est;
+        if (hfs3_cache_read(c, mfd, "etag", 4096, &etag, &n, &est, mdir) == 0 && c->verify_foreign &&
+            foreign(c, &est)) {
+            free(etag); /* not this user's: no If-None-Match, the whole manifest */
+            etag = NULL;
+        }
+        if (etag) {
             while (n && (etag[n - 1] == '\n' || etag[n - 1] == '\r'))
                 etag[--n] = 0;
             if (n)
@@ -498,8 +537,10 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
          * until the manifest changes), and in a shared cache it works when another user owns the index. */
         char *text = NULL;
         size_t n = 0;
-        if (hfs3_cache_read(c, mfd, "manifest.json", HFS3_MAX_DOC, &text, &n, NULL, mdir) == 0 &&
-            hfs3_manifest_parse(text, n, &m) == 0) {
+        struct stat mst;
+        /* what is parsed is what was checked: the descriptor read, not an earlier stat of the name */
+        if (hfs3_cache_read(c, mfd, "manifest.json", HFS3_MAX_DOC, &text, &n, &mst, mdir) == 0 &&
+            !(c->verify_foreign && foreign(c, &mst)) && hfs3_manifest_parse(text, n, &m) == 0) {
             free(text);
             if ((rc = hfs3_index_install_at(m, c, mfd, mdir)) < 0)
                 goto wrap;
@@ -521,10 +562,10 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
         goto out;
     }
     /* manifest.json before the index: whoever sees the new index finds a manifest at least as new */
-    if ((rc = hfs3_cache_write_atomic(mfd, "manifest.json", hfs3_buf_str(&doc), doc.len, c->file_mode, mdir)) < 0)
+    if ((rc = hfs3_cache_write_atomic(mfd, "manifest.json", hfs3_buf_str(&doc), doc.len, c->entry_mode, mdir)) < 0)
         goto wrap;
     if (g.etag && *g.etag) {
-        if ((rc = hfs3_cache_write_atomic(mfd, "etag", g.etag, strlen(g.etag), c->file_mode, mdir)) < 0)
+        if ((rc = hfs3_cache_write_atomic(mfd, "etag", g.etag, strlen(g.etag), c->entry_mode, mdir)) < 0)
             goto wrap;
     } else {
         unlinkat(mfd, "etag", 0);
@@ -565,22 +606,23 @@ static int cached_state(const hfs3_cache *c, int mfd, const char *mdir, struct s
         int rr = hfs3_cache_stat(c, mfd, "repos", index_st, mdir);
         if (rr < 0)
             return rr == -ENOENT ? 0 : rr;
-        *foreign_out = c->verify_foreign && foreign(c, index_st);
+        *foreign_out = c->verify_foreign && (foreign(c, index_st) || !own_dir(c, mfd));
         return 1;
     }
-    *foreign_out = c->verify_foreign && (foreign(c, index_st) || foreign(c, &st_doc));
+    *foreign_out = c->verify_foreign && (foreign(c, index_st) || foreign(c, &st_doc) || !own_dir(c, mfd));
     return 1;
 }
 
 /* mounts/K/canonical: one mount cached under several spellings (the alias section at the end of this file) */
 static void alias_forget_other(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
+static char *alias_read_line(const hfs3_cache *c, int mfd, const char *mdir, const char *name, struct stat *st);
 static void alias_note(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
 static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int offline);
 
 int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, int *stale)
 {
     int rc, fd = -1, waited = 0, foreign_cached = 0;
-    char *mdir = NULL;
+    char *mdir = NULL, *id = NULL, *was = NULL;
     if (stale)
         *stale = 0;
     int mfd = hfs3_cache_mount_dir(c, r->spec, 1, &mdir);
@@ -598,6 +640,19 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = hfs3_err_wrap(have_cached, "%s", r->spec);
         goto fail;
     }
+    /* the REMOTE now resolves to another endpoint, bucket or prefix than the one its cached manifest came from
+     * (rclone.conf or AWS_ENDPOINT_URL changed): that manifest is not this REMOTE's any more */
+    struct stat cst;
+    id = hfs3_remote_identity(r);
+    if (have_cached && id && (was = alias_read_line(c, mfd, mdir, "canonical", &cst)) &&
+        (!strcmp(was, id) || (c->verify_foreign && foreign(c, &cst)))) {
+        free(was);
+        was = NULL;
+    }
+    if (was) {
+        hfs3_debug("%s: cached from %s, now resolves to %s: not used", r->spec, was, id);
+        have_cached = 0;
+    }
     if (waited && have_cached && !foreign_cached && ts_ge(&st_index.st_mtim, &t0)) {
         /* another process checked S3 while we waited: one round trip is enough */
         hfs3_debug("%s: refreshed by another process", r->spec);
@@ -611,12 +666,15 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         }
         if ((rc = alias_adopt(c, r, mfd, mdir, 1)) <= 0)
             goto rc_set; /* 0: cached under another spelling; < 0: its error */
-        char *id = hfs3_remote_identity(r);
-        rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it or any REMOTE that resolves to "
-                      "the same %s: run hfs3-manifest fetch %s online with HFS3_CACHE_DIR=%s first", r->spec,
-                      foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "", id ? id : "endpoint, bucket and "
-                      "prefix", r->spec, c->dir);
-        free(id);
+        if (was)
+            rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and its cached manifest came from %s, but it now resolves to "
+                          "%s: not used (run hfs3-manifest fetch %s online with HFS3_CACHE_DIR=%s first, or point "
+                          "it back)", r->spec, was, id, r->spec, c->dir);
+        else
+            rc = hfs3_err(-ENOENT, "%s: HFS3_OFFLINE=1 and no cached manifest %sfor it or any REMOTE that resolves "
+                          "to the same %s: run hfs3-manifest fetch %s online with HFS3_CACHE_DIR=%s first", r->spec,
+                          foreign_cached ? "of your own (HFS3_VERIFY_FOREIGN=1) " : "",
+                          id ? id : "endpoint, bucket and prefix", r->spec, c->dir);
         goto fail;
     }
     /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET */
@@ -638,6 +696,11 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = 0;
         goto out;
     }
+    if (was) {
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+        hfs3_err(rc, "%s (its manifest cached from %s is not used: it now resolves to %s)", saved, was, id);
+    }
 rc_set:
     if (rc == 0)
         goto ok;
@@ -651,6 +714,8 @@ out:
     hfs3_cache_unlock(fd);
     close(mfd);
     free(mdir);
+    free(was);
+    free(id);
     return rc;
 }
 
@@ -722,7 +787,7 @@ static int alias_consider(void *ud, const char *name)
         char *canon = alias_read_line(c, fd, c->p_mounts, "canonical", &sc);
         if (canon && !strcmp(canon, a->id) && hfs3_cache_stat(c, fd, "index", &si, c->p_mounts) == 0 &&
             hfs3_cache_stat(c, fd, "manifest.json", &sm, c->p_mounts) == 0 &&
-            !(c->verify_foreign && (foreign(c, &sc) || foreign(c, &si) || foreign(c, &sm))) &&
+            !(c->verify_foreign && (foreign(c, &sc) || foreign(c, &si) || foreign(c, &sm) || !own_dir(c, fd))) &&
             (!a->best[0] || !ts_ge(&a->best_checked, &si.st_mtim))) {
             memcpy(a->best, name, 17);
             a->best_checked = si.st_mtim;
@@ -761,15 +826,41 @@ static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const
         goto fail;
     }
     other = alias_read_line(c, sfd, spath, "remote", NULL);
-    int re = hfs3_cache_read(c, sfd, "etag", 4096, &etag, &elen, NULL, spath); /* first: see above */
+    /* alias_consider's checks were made on other opens: under HFS3_VERIFY_FOREIGN=1 each file is checked again
+     * on the descriptor it is read from, and the directory and its canonical again, so that nothing swapped in
+     * between is copied (the copy would be this user's own file, paired with the real ETag) */
+    struct stat cst, est, mst;
+    char *canon = alias_read_line(c, sfd, spath, "canonical", &cst);
+    int vf = c->verify_foreign;
+    if (vf && (!own_dir(c, sfd) || !canon || strcmp(canon, a.id) || foreign(c, &cst))) {
+        free(canon);
+        rc = hfs3_err(-EACCES, "%s changed while it was read, or could have been written by another user "
+                      "(HFS3_VERIFY_FOREIGN=1); not used", spath);
+        goto fail;
+    }
+    free(canon);
+    int re = hfs3_cache_read(c, sfd, "etag", 4096, &etag, &elen, &est, spath); /* first: see above */
     if (re < 0 && re != -ENOENT) {
         rc = re;
         goto fail;
     }
-    if ((rc = hfs3_cache_read(c, sfd, "manifest.json", HFS3_MAX_DOC, &doc, &dlen, NULL, spath)) < 0 ||
-        (rc = hfs3_manifest_parse(doc, dlen, &m)) < 0 ||
-        (rc = hfs3_cache_write_atomic(mfd, "manifest.json", doc, dlen, c->file_mode, mdir)) < 0 ||
-        (rc = etag ? hfs3_cache_write_atomic(mfd, "etag", etag, elen, c->file_mode, mdir) : 0) < 0 ||
+    if ((rc = hfs3_cache_read(c, sfd, "manifest.json", HFS3_MAX_DOC, &doc, &dlen, &mst, spath)) < 0)
+        goto fail;
+    if (vf && foreign(c, &mst)) {
+        rc = hfs3_err(-EACCES, "%s/manifest.json could have been written by another user (owner uid %u, mode %04o, "
+                      "%lu links), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spath, (unsigned)mst.st_uid,
+                      (unsigned)(mst.st_mode & 07777), (unsigned long)mst.st_nlink);
+        goto fail;
+    }
+    if (vf && re == 0 && foreign(c, &est)) {
+        /* an ETag someone else could have written would pair this manifest with another one's 304: the copy
+         * goes without it, and its next check against S3 is a whole GET */
+        free(etag);
+        etag = NULL;
+    }
+    if ((rc = hfs3_manifest_parse(doc, dlen, &m)) < 0 ||
+        (rc = hfs3_cache_write_atomic(mfd, "manifest.json", doc, dlen, c->entry_mode, mdir)) < 0 ||
+        (rc = etag ? hfs3_cache_write_atomic(mfd, "etag", etag, elen, c->entry_mode, mdir) : 0) < 0 ||
         (rc = hfs3_index_install_at(m, c, mfd, mdir)) < 0)
         goto fail;
     if (!etag)

@@ -359,7 +359,7 @@ void hfs3_cache_write_line(const hfs3_cache *c, int dirfd, const char *name, con
     line[n] = '\n';
     char saved[1024];
     snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
-    (void)hfs3_cache_write_atomic(dirfd, name, line, n + 1, c->file_mode, dpath);
+    (void)hfs3_cache_write_atomic(dirfd, name, line, n + 1, c->entry_mode, dpath);
     hfs3_err(0, "%s", saved);
     free(line);
 }

@@ -117,7 +117,7 @@ int hfs3_hub_install(const hfs3_cache *c, int mfd, const char *mdir, char *const
             hfs3_buf_free(&b);
             return hfs3_err(-ENOMEM, "out of memory");
         }
-    int rc = hfs3_cache_write_atomic(mfd, "repos", hfs3_buf_str(&b), b.len, c->file_mode, mdir);
+    int rc = hfs3_cache_write_atomic(mfd, "repos", hfs3_buf_str(&b), b.len, c->entry_mode, mdir);
     hfs3_buf_free(&b);
     if (rc < 0)
         return rc;

@@ -240,6 +240,7 @@ int hfs3_index_install(const hfs3_manifest *m, const char *mount_dir)
     c.shared = (st.st_mode & S_IWGRP) && (st.st_mode & S_ISGID);
     c.dir_mode = c.shared ? 03770 : 0700;
     c.file_mode = c.shared ? 0660 : 0600;
+    c.entry_mode = c.shared ? 0640 : 0600;
     int fd = open(mount_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return hfs3_err(-errno, "index: %s: %s", mount_dir, strerror(errno));

@@ -605,7 +605,10 @@ int sh_mkdirs_why(const char *path, char *failed, size_t fn)
         depth++;
         if (depth == 1)
             in_mounts = !strcmp(name, "mounts");
-        mode_t want = !shared ? 0700 : (in_mounts && depth == 2 && strcmp(name, "ancestors")) ? 02770 : 03770;
+        /* mounts/<key>: 02770, but 03770 under HFS3_VERIFY_FOREIGN=1, where the key is this user's own
+         * (include/hfs3/index.h, hfs3_mountkey_as) and nobody else may replace what is in it */
+        mode_t want = !shared ? 0700 : (in_mounts && depth == 2 && strcmp(name, "ancestors") && !sh_verify_foreign)
+                                           ? 02770 : 03770;
         int created = syscall(SYS_mkdirat, dfd, name, 0700) == 0;
         int e = errno;
         int fd = -1;

@@ -242,7 +242,7 @@ static int hub_sub(int hub, const char *name, size_t n)
     m->remote[rl] = '/';
     memcpy(m->remote + rl + 1, name, n);
     m->remote[rl + 1 + n] = 0;
-    hfs3_mountkey(m->remote, m->key);
+    hfs3_mountkey_as(m->remote, sh_verify_foreign, (unsigned)geteuid(), m->key);
     if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, m->key) >= sizeof m->dir)
         return -ENAMETOOLONG;
     m->sub = 1;
@@ -344,7 +344,7 @@ int sh_hub_map(const char *r, char *out, size_t outn)
         while (hl > 0 && h->remote[hl - 1] == '/')
             hl--;
         snprintf(cand, SH_SCR, "%.*s/%s", (int)hl, h->remote, last);
-        hfs3_mountkey(cand, key);
+        hfs3_mountkey_as(cand, sh_verify_foreign, (unsigned)geteuid(), key);
         if (strncmp(key, r, 16) || sh_mount_get(h) < 0 || !h->hub)
             continue;
         int k = hub_sub(i, last, strlen(last));

@@ -208,7 +208,7 @@ static void parse_env(void)
             goto next;
         }
         char key[17];
-        hfs3_mountkey(m->remote, key);
+        hfs3_mountkey_as(m->remote, sh_verify_foreign, (unsigned)geteuid(), key);
         memcpy(m->key, key, sizeof key);
         if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir) {
             env_err("HFS3_MOUNTS: %s: cache path too long: ignored", m->path);

@@ -59,7 +59,10 @@ struct fresh {
     long ttl;
 };
 
-/* HFS3_VERIFY_FOREIGN=1 and dir's index or manifest.json was written by another user (not root) */
+/* HFS3_VERIFY_FOREIGN=1 and dir's index or manifest.json could have been written by someone else: another
+ * user's (not root's), writable by its group or others, or with a second name; or dir (the user's own mount
+ * directory, include/hfs3/index.h's hfs3_mountkey_as) is not the user's, or lets others replace what is in it
+ * (shared and not sticky) - lib/cache.c's rule */
 static int index_foreign(const char *dir)
 {
     if (!sh_verify_foreign)
@@ -67,10 +70,18 @@ static int index_foreign(const char *dir)
     SH_SCRATCH(t);
     uid_t me = geteuid();
     struct stat st;
+    if (sh_r.lstat(dir, &st) == 0 &&
+        (!S_ISDIR(st.st_mode) || st.st_uid != me || ((st.st_mode & S_IWGRP) && !(st.st_mode & S_ISVTX))))
+        return 1;
+    /* mounts/ itself: its owner may rename anything in it, sticky or not (swap two of this user's mounts) */
+    snprintf(t->a, SH_SCR, "%s/mounts", sh_cache);
+    if (sh_r.lstat(t->a, &st) == 0 && st.st_uid != me && st.st_uid != 0)
+        return 1;
     static const char *const names[] = {"index", "manifest.json"};
     for (int i = 0; i < 2; i++) {
         snprintf(t->a, SH_SCR, "%s/%s", dir, names[i]);
-        if (sh_r.lstat(t->a, &st) == 0 && st.st_uid != me && st.st_uid != 0)
+        if (sh_r.lstat(t->a, &st) == 0 && ((st.st_uid != me && st.st_uid != 0) ||
+                                           (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink != 1))
             return 1;
     }
     return 0;
@@ -153,6 +164,15 @@ static void load(struct sh_mount *m)
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);
     if (fd >= 0 && !sh_trusted_file(fd, p)) {
+        sh_r.close(fd);
+        fd = -1;
+        refused = 1;
+    }
+    /* HFS3_VERIFY_FOREIGN=1: still not this user's after the helper ran (it refused, or failed): never mapped */
+    if (fd >= 0 && sh_verify_foreign &&
+        (index_foreign(m->dir) || sh_r.fstat(fd, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+         (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_nlink != 1)) {
+        sh_log(0, "%s: %s could have been written by another user and HFS3_VERIFY_FOREIGN=1: not used", m->path, p);
         sh_r.close(fd);
         fd = -1;
         refused = 1;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -139,18 +140,56 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
     }
 }
 
+/* A skeleton or ancestor directory under CACHE, by descriptor: every directory on the way opened
+ * O_DIRECTORY|O_NOFOLLOW from the checked cache descriptor (helper.c's sh_cache_open), so that a symlink a
+ * member planted for one (mounts/ancestors/NAME, mounts/K/tree/SUB) is refused as the helper refuses it, never
+ * followed to a directory of the member's. Created when missing, outside vfork children. fd, or -errno. */
+static int skel_open(const char *real)
+{
+    if (sh_cache_ready() < 0)   /* the cache's group decides which directories are trusted */
+        return -EIO;
+    int fd = sh_cache_open(real, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0 && errno == ENOENT && !sh_in_vfork()) {
+        sh_mkdirs(real);
+        fd = sh_cache_open(real, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    }
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == ENOTDIR)
+            sh_log(1, "%s: not a directory (a symlink?): not trusted, not used", real);
+        return -e;
+    }
+    struct stat st;
+    if (sh_r.fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_IWOTH)) {
+        sh_r.close(fd);
+        sh_log(1, "%s: writable by others: not trusted, not used", real);
+        return -EPERM;
+    }
+    return fd;
+}
+
 /* Real stat of a skeleton directory (created when missing, outside vfork children), perms forced 0555. */
 int sh_stat_skel(const char *real, struct stat *st)
 {
-    if (sh_r.stat(real, st) < 0) {
-        if (sh_in_vfork())
-            return -ENOENT;
-        sh_mkdirs(real);
-        if (sh_r.stat(real, st) < 0)
-            return -errno;
-    }
-    st->st_mode = (st->st_mode & S_IFMT) | 0555;
-    return 0;
+    int fd = skel_open(real);
+    if (fd < 0)
+        return fd;
+    int rc = sh_r.fstat(fd, st) < 0 ? -errno : 0;
+    sh_r.close(fd);
+    if (rc == 0)
+        st->st_mode = (st->st_mode & S_IFMT) | 0555;
+    return rc;
+}
+
+/* chdir into the skeleton directory real: fchdir on the descriptor skel_open checked. */
+static int skel_chdir(const char *real)
+{
+    int fd = skel_open(real);
+    if (fd < 0)
+        return fd;
+    int rc = syscall(SYS_fchdir, fd) == 0 ? 0 : -errno;
+    sh_r.close(fd);
+    return rc;
 }
 
 void sh_anc_path(const char *logical, char *out, size_t n)
@@ -303,16 +342,13 @@ int sh_chdir(const struct sh_loc *l)
 {
     SH_SCRATCH(t);
     char *rp = t->a;
-    struct stat st;
     if (l->kind == L_ANC) {
         if (sh_r.chdir(l->path) == 0)
             return 0;
         if (errno != ENOENT)
             return -errno;
         sh_anc_path(l->path, rp, SH_SCR);
-        if (sh_stat_skel(rp, &st) < 0)
-            return -ENOENT;
-        return sh_r.chdir(rp) == 0 ? 0 : -errno;
+        return skel_chdir(rp) == 0 ? 0 : -ENOENT;
     }
     const struct sh_mount *m;
     uint32_t e;
@@ -320,16 +356,14 @@ int sh_chdir(const struct sh_loc *l)
     if (rc == -EAGAIN) {
         /* a vfork child (subprocess cwd=): the skeleton is a real directory, no state needed */
         sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
-        return sh_r.chdir(rp) == 0 ? 0 : -errno;
+        return skel_chdir(rp);
     }
     if (rc < 0)
         return rc;
     if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
         return -ENOTDIR;
     sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
-    if (sh_stat_skel(rp, &st) < 0)
-        return -EIO;
-    return sh_r.chdir(rp) == 0 ? 0 : -errno;
+    return skel_chdir(rp) == 0 ? 0 : -EIO;
 }
 
 int sh_statfs(const struct sh_loc *l, struct statfs *sf)

@@ -16,7 +16,10 @@ typedef struct hfs3_cache {
     char *dir;          /* the cache directory as named (no trailing '/'), for messages */
     int shared;         /* 1: the directory is setgid + group-writable: shared with its group */
     mode_t dir_mode;    /* 0700, or 03770 when shared (setgid + sticky + group rwx) */
-    mode_t file_mode;   /* files other than blobs: 0600, or 0660 when shared */
+    mode_t file_mode;   /* lock files: 0600, or 0660 when shared (a member records a use on another's lock) */
+    mode_t entry_mode;  /* what else the helper writes (mounts/K's manifest.json, etag, canonical, ...; fails/):
+                         * 0600, or 0640 when shared: not group-writable, for a file that others can write is not
+                         * its owner's (README's trust model); all are replaced by rename, never written in place */
     mode_t blob_mode;   /* verified blobs: 0444, or 0440 when shared */
     uid_t uid;          /* this user (effective) */
     gid_t gid;          /* the cache directory's group */

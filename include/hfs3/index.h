@@ -57,7 +57,7 @@ static inline int hfs3_remote_connstr(const char *spec, int *namelen)
  * each one leads (the shim cannot). The helper records in mounts/K/canonical what K resolves to
  * (hfs3_remote_identity), so that `_index` finds a manifest cached under another spelling of the same endpoint,
  * bucket and prefix (lib/cache.c). Both the helper and the shim key mounts with this function. */
-static inline void hfs3_mountkey(const char *remote, char out[17])
+static inline uint64_t hfs3_mountkey_hash_(const char *remote)
 {
     uint64_t h = 1469598103934665603ULL;
     const char *p = remote, *b = NULL, *colon_end = NULL;
@@ -100,12 +100,47 @@ static inline void hfs3_mountkey(const char *remote, char out[17])
         h ^= *q;
         h *= 1099511628211ULL;
     }
+    return h;
+}
+
+static inline void hfs3_mountkey_hex_(uint64_t h, char out[17])
+{
     static const char hexd[] = "0123456789abcdef";
     for (int i = 15; i >= 0; i--) {
         out[i] = hexd[h & 15];
         h >>= 4;
     }
     out[16] = 0;
+}
+
+static inline void hfs3_mountkey(const char *remote, char out[17])
+{
+    hfs3_mountkey_hex_(hfs3_mountkey_hash_(remote), out);
+}
+
+/* The key of the mount directory a user works in: hfs3_mountkey, except under HFS3_VERIFY_FOREIGN=1 (own set),
+ * where each user has a directory of its own (the key of the REMOTE followed by NUL and "uid=<uid>"), created
+ * setgid + sticky in a shared cache and used only while it is the user's: a member can then neither write nor
+ * replace nor remove what the user cached there, which the shared mounts/K (not sticky: every member's refresh
+ * replaces its files) cannot promise. One rule for the helper (lib/cache.c) and the shim (shim/init.c, hub.c). */
+static inline void hfs3_mountkey_as(const char *remote, int own, unsigned uid, char out[17])
+{
+    uint64_t h = hfs3_mountkey_hash_(remote);
+    if (own) {
+        char tail[24] = "\0uid=";
+        int n = 5, k = 0;
+        char digits[12];
+        do
+            digits[k++] = (char)('0' + uid % 10);
+        while ((uid /= 10) && k < 12);
+        while (k)
+            tail[n++] = digits[--k];
+        for (int i = 0; i < n; i++) {
+            h ^= (unsigned char)tail[i];
+            h *= 1099511628211ULL;
+        }
+    }
+    hfs3_mountkey_hex_(h, out);
 }
 
 /* File layout (all little-endian, offsets from the start of the file, every section 8-byte aligned):

@@ -7,6 +7,10 @@
 # Needs root and setpriv (real distinct uids); exits 77 with "SKIP: ..." otherwise.
 # Blobs with a second name are refused even when their size is right (issue 25 item 4).
 # The last cases are the shim's side: A's cat through the shim after B's plants.
+# Issue 23: with HFS3_VERIFY_FOREIGN=1 B can deny A service but never choose what A reads: attack 1 (B rewrites
+# A's manifest.json; B makes A's own mount directory first), 2 (B flips the source of an alias copy), 3 (B points
+# A's canonical at another model), 4 (symlinks for the shim's skeleton and ancestor directories), 5 (a secret in
+# a connection-string REMOTE never reaches argv or the log), each as real uids A (victim) and B (member).
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -31,12 +35,18 @@ cfg=$(blob_of "$WORK/m/config.json")
 tok=$(blob_of "$WORK/m/tokenizer.json")
 big=$(blob_of "$WORK/m/model.safetensors")
 empty=$(blob_of "$WORK/m/sub/empty.txt")
-K=$(python3 -c '
+# keyof REMOTE [UID]: hfs3_mountkey (FNV-1a 64 of a plain REMOTE); with UID, the user's own mount directory
+# under HFS3_VERIFY_FOREIGN=1 (hfs3_mountkey_as: the key's hash continued with NUL "uid=UID")
+keyof() {
+  python3 -c '
 import sys
 h = 1469598103934665603
-for b in sys.argv[1].encode():
+for b in sys.argv[1].encode() + (b"\0uid=" + sys.argv[2].encode() if len(sys.argv) > 2 else b""):
     h = ((h ^ b) * 1099511628211) % (1 << 64)
-print("%016x" % h)' "$R")   # hfs3_mountkey: FNV-1a 64
+print("%016x" % h)' "$@"
+}
+K=$(keyof "$R")
+KA=$(keyof "$R" "$A")   # A's own under HFS3_VERIFY_FOREIGN=1
 
 # A's home: files an attacker would like to reach through the cache
 HA=$WORK/homeA
@@ -301,13 +311,15 @@ plant_manifest
 HFS3_VERIFY_FOREIGN=1 runA _get "$R" config.json
 succeeded "_get with B's forged manifest.json, HFS3_VERIFY_FOREIGN=1"
 real_blob "$S" config.json
-[ "$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A" ] || fail "A did not fetch its own manifest"
-grep -q "$cfg" "$S/mounts/$K/manifest.json" || fail "A's manifest is not the real one"
-ok "B's forged manifest.json is replaced by A's own under HFS3_VERIFY_FOREIGN=1"
+[ "$(stat -c '%u %a' "$S/mounts/$KA" "$S/mounts/$KA/manifest.json" | tr '\n' ' ')" = "$A 3770 $A 640 " ] ||
+  fail "A did not fetch its own manifest into a directory of its own: $(stat -c '%u %a' "$S/mounts/$KA" "$S/mounts/$KA/manifest.json" | tr '\n' ' ')"
+grep -q "$cfg" "$S/mounts/$KA/manifest.json" || fail "A's manifest is not the real one"
+ok "B's forged manifest.json is not used under HFS3_VERIFY_FOREIGN=1: A's own, in A's own mounts/K (3770, 0640)"
 plant_manifest
+rm -rf "${S:?}/mounts/$KA"
 HFS3_VERIFY_FOREIGN=1 runA _index "$R"
 succeeded "_index with B's forged manifest.json, HFS3_VERIFY_FOREIGN=1"
-[ "$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A" ] && [ "$(stat -c %u "$S/mounts/$K/index")" = "$A" ] || fail "_index kept B's files"
+[ "$(stat -c %u "$S/mounts/$KA/manifest.json")" = "$A" ] && [ "$(stat -c %u "$S/mounts/$KA/index")" = "$A" ] || fail "_index kept B's files"
 plant_manifest
 as "$B" chgrp "$B" "$S/mounts/$K/manifest.json" 2>/dev/null || chgrp "$B" "$S/mounts/$K/manifest.json"
 runA _get "$R" config.json
@@ -378,7 +390,276 @@ as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _index "$R"
 [ "$(stat -c %u "$S/mounts/$K/index")" = "$B" ] || fail "shim: B's index"
 shimA env HFS3_VERIFY_FOREIGN=1 HFS3_MANIFEST_TTL=100000 cat /models/m1/config.json
 [ "$st" = 0 ] || { cat "$WORK/shim.err" >&2; fail "shim: HFS3_VERIFY_FOREIGN with B's index: exit $st"; }
-[ "$(stat -c %u "$S/mounts/$K/index"):$(stat -c %u "$S/mounts/$K/manifest.json")" = "$A:$A" ] ||
+[ "$(stat -c %u "$S/mounts/$KA/index"):$(stat -c %u "$S/mounts/$KA/manifest.json")" = "$A:$A" ] ||
   fail "shim: HFS3_VERIFY_FOREIGN=1 kept B's index/manifest.json"
-ok "shim: HFS3_VERIFY_FOREIGN=1: B's cached index is stale for A's shim, which installs its own"
+ok "shim: HFS3_VERIFY_FOREIGN=1: B's cached index is not A's; A's shim installs its own"
+# ---- issue 23: with HFS3_VERIFY_FOREIGN=1 a member can deny A service, never choose the bytes A reads ----
+# B's tools: a blob whose bytes B chose (its name is their true sha256, so a re-hash passes), and a copy of a
+# manifest whose config.json entry names it
+fbytes="forged bytes"
+fsha=$(printf '%s' "$fbytes" | sha256sum | cut -d' ' -f1)
+forge() {   # forge MANIFEST OUT
+  python3 - "$1" "$fsha" >"$2" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for e in m["entries"]:
+    if e["path"] == "config.json":
+        e["sha256"], e["size"] = sys.argv[2], 12
+        e.pop("etag", None)
+print(json.dumps(m))
+PY
+  chmod 0644 "$2"
+}
+# A's cat through the shim with HFS3_VERIFY_FOREIGN=1, the manifest asked about at every start (TTL 0)
+shimVF() {   # shimVF REMOTE CMD...: /models/m1 mounts REMOTE
+  local rem=$1; shift
+  set +e
+  setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 HFS3_VERIFY_FOREIGN=1 \
+    HFS3_MANIFEST_TTL=0 HFS3_MOUNTS="/models/m1=$rem" LD_PRELOAD="$HFS3_SHIM" "$@" >"$WORK/shim.out" 2>"$WORK/shim.err"
+  st=$?
+  set -e
+}
+not_forged() {   # not_forged WHAT: A's last shim run printed nothing B chose
+  ! grep -q "$fbytes" "$WORK/shim.out" || { cat "$WORK/shim.err" >&2; fail "$1: A read B's bytes"; }
+}
+# the mount directories holding a manifest.json of A's (old versions: the shared mounts/K; now A's own)
+a_dirs() { for f in "$S"/mounts/*/manifest.json; do [ "$(stat -c %u "$f")" = "$A" ] && dirname "$f"; done; true; }
+new_vf() {   # a shared cache that A starts (no root run first): everything of the mount is A's
+  S=$WORK/vf.$1
+  mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"
+  export HFS3_CACHE_DIR=$S
+  HFS3_VERIFY_FOREIGN=1 runA _index "$R"; succeeded "A's _index into $S"
+  as "$B" bash -c "umask 027; printf '%s' '$fbytes' >'$S/blobs/$fsha'"
+}
+
+# attack 1: B rewrites A's manifest.json in place (it was 0660: the owner stays A, so it did not count as
+# foreign), then A's next revalidation gets 304 and would rebuild its index from B's file
+new_vf a1
+dirs=$(a_dirs); [ -n "$dirs" ] || fail "attack 1: no manifest.json of A's"
+for d in $dirs; do
+  forge "$d/manifest.json" "$WORK/forged1.json"
+  if as "$B" bash -c "cat '$WORK/forged1.json' >'$d/manifest.json'" 2>/dev/null; then echo "B wrote into $d/manifest.json"; fi
+done
+shimVF "$R" cat /models/m1/config.json
+not_forged "attack 1 (B rewrote A's manifest.json in place)"
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "attack 1: exit $st"; }
+for d in $dirs; do
+  [ "$(stat -c '%u %a' "$d" "$d/manifest.json" "$d/etag" "$d/canonical" | tr '\n' ' ')" = "$A 3770 $A 640 $A 640 $A 640 " ] ||
+    fail "attack 1: A's mount directory and files: $(stat -c '%n %u %a' "$d" "$d"/* | tr '\n' ' ')"
+  if as "$B" bash -c "cp '$WORK/forged1.json' '$d/b.json' && mv -f '$d/b.json' '$d/manifest.json'" 2>/dev/null; then
+    fail "attack 1: B renamed a file over A's manifest.json"
+  fi
+done
+ok "attack 1: A's mount files are 0640 in a sticky directory of A's own: B can neither rewrite nor replace them"
+# the same file as an older version left it (0660): any member could have rewritten it, so it is not A's
+d=$(echo "$dirs" | head -1)
+chmod 0660 "$d/manifest.json"
+as "$B" bash -c "cat '$WORK/forged1.json' >'$d/manifest.json'"
+shimVF "$R" cat /models/m1/config.json
+not_forged "attack 1 (A's 0660 manifest.json rewritten by B)"
+cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "attack 1, 0660: exit $st"; }
+[ "$(stat -c '%u %a' "$d/manifest.json")" = "$A 640" ] && ! grep -q "$fsha" "$d/manifest.json" ||
+  fail "attack 1: A's 0660 manifest.json was kept"
+ok "attack 1: a 0660 manifest.json of A's (written before this version) is not trusted: fetched whole again"
+# B takes A's own directory first: A is refused (denial of service), never served from B's directory
+as "$B" mkdir -m 3770 "$S/mounts/$(keyof s3test:models/m2 "$A")"
+HFS3_VERIFY_FOREIGN=1 runA _index s3test:models/m2
+refused "B made A's own mount directory first" "must be your own"
+victim_ok "attack 1"
+
+# B makes A's own mount directory first, with an index B forged (built by B's own helper from a forged manifest
+# in the shared mounts/K) that maps config.json to a blob A trusts without asking (root's tokenizer.json): A's
+# helper refuses the directory, and A's shim must not map B's index anyway
+new_shared a1b
+HFS3_CACHE_DIR=$S "$HFS3_BIN" _get "$R" tokenizer.json
+python3 - "$S/mounts/$K/manifest.json" "$tok" "$(stat -c %s "$WORK/m/tokenizer.json")" >"$WORK/forged1b.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for e in m["entries"]:
+    if e["path"] == "config.json":
+        e["sha256"], e["size"] = sys.argv[2], int(sys.argv[3])
+        e.pop("etag", None)
+print(json.dumps(m))
+PY
+chmod 0644 "$WORK/forged1b.json"
+as "$B" bash -c "cp '$WORK/forged1b.json' '$S/mounts/$K/m.b' && mv -f '$S/mounts/$K/m.b' '$S/mounts/$K/manifest.json' &&
+  HFS3_CACHE_DIR='$S' '$HFS3_BIN' _index '$R' && mkdir -m 3770 '$S/mounts/$KA' && cp '$S/mounts/$K/index' '$S/mounts/$KA/index' && chmod 0440 '$S/mounts/$KA/index'"
+grep -q "$tok" "$S/mounts/$K/manifest.json" || fail "attack 1b: B's forged manifest"
+shimVF "$R" cat /models/m1/config.json
+! cmp -s "$WORK/shim.out" "$WORK/m/tokenizer.json" || fail "attack 1b: A's shim read tokenizer.json as config.json through B's index"
+[ "$st" != 0 ] && grep -q "not used" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "attack 1b: exit $st"; }
+ok "attack 1b: B's index in a directory B made for A: not mapped ($(grep -m1 "not used" "$WORK/shim.err"))"
+
+# attack 2: A mounts another spelling of the same endpoint + bucket + prefix with nothing cached under it: the
+# helper copies the manifest cached under the first. B flips that manifest.json with a forged one, as fast as
+# it can, while A adopts it 15 times: the copy must never be B's (it would become A's own file, with the real ETag)
+export RCLONE_CONFIG_ALIASB_TYPE=s3 RCLONE_CONFIG_ALIASB_PROVIDER=Other RCLONE_CONFIG_ALIASB_ACCESS_KEY_ID=S3RVER \
+       RCLONE_CONFIG_ALIASB_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_ALIASB_ENDPOINT="$S3_ENDPOINT" \
+       RCLONE_CONFIG_ALIASB_REGION=us-east-1
+R2=aliasb:models/m1
+new_vf a2
+src=$(a_dirs | head -1)
+forge "$src/manifest.json" "$WORK/forged2.json"
+as "$B" bash -c "cp '$WORK/forged2.json' '$src/b.json'" 2>/dev/null || true
+rm -f "$WORK/stop"
+as "$B" python3 - "$src" 60 "$WORK/stop" >"$WORK/flips" 2>&1 <<'PY' &
+import os, sys, time
+d, end, n = sys.argv[1], time.time() + float(sys.argv[2]), 0
+m, real, forged = d + "/manifest.json", d + "/real.json", d + "/b.json"
+while time.time() < end and not os.path.exists(sys.argv[3]):
+    try:
+        os.rename(m, real)
+        os.rename(forged, m)
+        time.sleep(0.002)
+        os.rename(m, forged)
+        os.rename(real, m)
+        n += 1
+        time.sleep(0.003)
+    except OSError:
+        time.sleep(0.001)
+print("flips", n)
+PY
+flipper=$!
+wins=0 adopted=0
+for i in $(seq 1 15); do
+  for d in $(a_dirs); do [ "$d" = "$src" ] || rm -rf "$d"; done
+  HFS3_OFFLINE=1 HFS3_VERIFY_FOREIGN=1 runA _index "$R2"
+  [ "$st" = 0 ] && adopted=$((adopted + 1))
+  for d in $(a_dirs); do
+    [ "$d" != "$src" ] && grep -q "$fsha" "$d/manifest.json" && wins=$((wins + 1))
+  done
+done
+touch "$WORK/stop"; wait "$flipper" || true
+echo "attack 2: B's $(cat "$WORK/flips"), A adopted $adopted of 15, B won $wins"
+[ "$wins" = 0 ] || fail "attack 2: A copied B's forged manifest $wins times"
+[ "$adopted" = 15 ] || { cat "$WORK/err" >&2; fail "attack 2: adopted only $adopted of 15"; }
+ok "attack 2: an alias copy is never B's (B could not flip A's files: $(cat "$WORK/flips"))"
+# what the copy reads is checked on the descriptor it reads: an etag there that a member could have written
+# (0660, as older versions left it) is not copied with the manifest (it would pair it with another one's 304)
+rm -f "$src/b.json"
+chmod 0660 "$src/etag"
+for d in $(a_dirs); do [ "$d" = "$src" ] || rm -rf "$d"; done
+HFS3_OFFLINE=1 HFS3_VERIFY_FOREIGN=1 runA _index "$R2"; succeeded "attack 2: adopted with a 0660 etag"
+d2=$S/mounts/$(keyof "$R2" "$A")
+[ -f "$d2/manifest.json" ] && [ ! -e "$d2/etag" ] || fail "attack 2: a 0660 etag was copied: $(ls "$d2" | tr '\n' ' ')"
+ok "attack 2: an etag others could have written is not copied with the manifest"
+victim_ok "attack 2"
+
+# the prewarm of a pod whose server runs with HFS3_VERIFY_FOREIGN=1: root's fetch with it too keeps root's mount
+# directory sticky, so A's server copies root's manifest offline (root is trusted; B cannot replace its files)
+S=$WORK/vf.root; mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"; export HFS3_CACHE_DIR=$S
+HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" fetch "$R" >/dev/null || fail "root's fetch with HFS3_VERIFY_FOREIGN=1"
+[ "$(stat -c '%u %a' "$S/mounts/$(keyof "$R" 0)")" = "0 3770" ] || fail "root's own mount directory"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 HFS3_VERIFY_FOREIGN=1 \
+  HFS3_OFFLINE=1 HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" cat /models/m1/config.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+set -e
+cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "A's offline server after root's prewarm"; }
+ok "root's prewarm with HFS3_VERIFY_FOREIGN=1 serves A's HFS3_VERIFY_FOREIGN=1 server offline"
+
+# attack 3: B points A's m1 entry at m2's identity (canonical was 0660): A mounting s3test:models/m2 (not
+# published: 404 online) must not get m1, offline or online
+new_vf a3
+for d in $(a_dirs); do
+  sed 's#/models/m1$#/models/m2#' "$d/canonical" >"$WORK/canon3"; chmod 0644 "$WORK/canon3"
+  if as "$B" bash -c "cat '$WORK/canon3' >'$d/canonical'" 2>/dev/null; then echo "B wrote into $d/canonical"; fi
+done
+# and a directory of B's own claiming m2, with a copy of the manifest
+kb=$(keyof s3test:models/bcopy)
+as "$B" bash -c "umask 027; mkdir -m 2770 '$S/mounts/$kb' && cat '$WORK/canon3' >'$S/mounts/$kb/canonical' &&
+  cat '$(a_dirs | head -1)/manifest.json' >'$S/mounts/$kb/manifest.json' && : >'$S/mounts/$kb/index'" 2>/dev/null || true
+HFS3_OFFLINE=1 HFS3_VERIFY_FOREIGN=1 runA _index s3test:models/m2
+refused "attack 3: offline, A's m1 entry pointed at m2" "no cached manifest"
+HFS3_VERIFY_FOREIGN=1 HFS3_RETRIES=0 runA _index s3test:models/m2
+[ "$st" = 1 ] || { cat "$WORK/err" >&2; fail "attack 3: online (404): exit $st"; }
+grep -q "manifest" "$WORK/err" && ! grep -q "using the manifest cached" "$WORK/err" || { cat "$WORK/err" >&2; fail "attack 3: online"; }
+ok "attack 3: online (404): refused: $(head -1 "$WORK/err")"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 HFS3_VERIFY_FOREIGN=1 \
+  HFS3_OFFLINE=1 HFS3_MOUNTS="/models/m2=s3test:models/m2" LD_PRELOAD="$HFS3_SHIM" cat /models/m2/config.json \
+  >"$WORK/shim.out" 2>"$WORK/shim.err"
+set -e
+[ ! -s "$WORK/shim.out" ] || fail "attack 3: A's shim read m1's config.json as m2's"
+for d in $(a_dirs); do
+  if as "$B" bash -c "cp '$WORK/canon3' '$d/c.new' && mv -f '$d/c.new' '$d/canonical'" 2>/dev/null; then
+    fail "attack 3: B renamed a file over A's canonical"
+  fi
+done
+victim_ok "attack 3"
+
+# attack 4: the shim's chdir into the skeleton. B plants mounts/ancestors/mdl -> a directory of B's (B made
+# mounts/ and mounts/ancestors first, as a member may), and a symlink for mounts/K/tree/sub in a tree/ of B's;
+# A's `cd /mdl; cat m1/config.json` and `cd /models/m1/sub; cat empty.txt` must never read B's files
+S=$WORK/vf.a4; mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"; export HFS3_CACHE_DIR=$S
+mkdir -p "$WORK/bfake/m1"; printf '%s' "$fbytes" >"$WORK/bfake/m1/config.json"; printf '%s' "$fbytes" >"$WORK/bfake/empty.txt"
+chown -R "$B:$G" "$WORK/bfake"; chmod -R a+rX "$WORK/bfake"
+as "$B" bash -c "mkdir -m 3770 '$S/mounts' '$S/mounts/ancestors' && ln -s '$WORK/bfake' '$S/mounts/ancestors/mdl'"
+as "$B" bash -c "mkdir -m 2770 '$S/mounts/$K' && mkdir -m 3770 '$S/mounts/$K/tree'"
+runA _index "$R"; succeeded "A's _index under B's tree/"
+as "$B" bash -c "mv '$S/mounts/$K/tree/sub' '$S/mounts/$K/tree/sub.a' && ln -s '$WORK/bfake' '$S/mounts/$K/tree/sub'"
+shimA4() {
+  set +e
+  setpriv --reuid="$A" --regid="$G" --clear-groups env HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+    HFS3_MOUNTS="$1" LD_PRELOAD="$HFS3_SHIM" bash -c "$2" >"$WORK/shim.out" 2>"$WORK/shim.err"
+  st=$?
+  set -e
+}
+shimA4 "/mdl/m1=$R" 'cd /mdl && cat m1/config.json'
+not_forged "attack 4 (mounts/ancestors/mdl a symlink of B's)"
+ok "attack 4: cd into an ancestor that B made a symlink: B's file not read (exit $st: $(head -1 "$WORK/shim.err"))"
+shimA4 "/models/m1=$R" 'cd /models/m1/sub && cat empty.txt; cat /models/m1/config.json'
+not_forged "attack 4 (mounts/K/tree/sub a symlink of B's)"
+grep -q architectures "$WORK/shim.out" || { cat "$WORK/shim.err" >&2; fail "attack 4: the rest of the mount"; }
+ok "attack 4: cd into a skeleton directory that B made a symlink: refused ($(head -1 "$WORK/shim.err"))"
+# B made mounts/: as its owner B could swap two of A's own mount directories (sticky or not): refused under
+# HFS3_VERIFY_FOREIGN=1, a denial of service only
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+refused "attack 4: mounts/ of B's under HFS3_VERIFY_FOREIGN=1" "who could swap the mount directories"
+shimVF "$R" cat /models/m1/config.json
+not_forged "attack 4 (mounts/ of B's, HFS3_VERIFY_FOREIGN=1)"
+# a real directory of B's for the ancestor, holding a file where the mount is: the mount is still the index's
+as "$B" bash -c "rm '$S/mounts/ancestors/mdl' && mkdir -m 2775 '$S/mounts/ancestors/mdl' '$S/mounts/ancestors/mdl/m1' &&
+  printf '%s' '$fbytes' >'$S/mounts/ancestors/mdl/m1/config.json' && chmod -R a+rX '$S/mounts/ancestors/mdl'"
+shimA4 "/mdl/m1=$R" 'cd /mdl && cat m1/config.json'
+not_forged "attack 4 (mounts/ancestors/mdl a directory of B's)"
+grep -q architectures "$WORK/shim.out" || { cat "$WORK/shim.err" >&2; fail "attack 4: cd /mdl; cat m1/config.json: exit $st"; }
+ok "attack 4: cd into an ancestor that is B's directory: m1/config.json is still the mount's"
+victim_ok "attack 4"
+
+# attack 5: a connection-string REMOTE (a secret inside): the shim must not start a helper with it in argv
+# (every local user reads /proc/PID/cmdline) nor print it at HFS3_LOG=debug; B watches /proc meanwhile
+cat >"$WORK/wrap.sh" <<EOF2
+#!/bin/sh
+printf '%s\n' "\$*" >>'$WORK/argv.log'
+exec '$HFS3_BIN' "\$@"
+EOF2
+chmod 0755 "$WORK/wrap.sh"; : >"$WORK/argv.log"; chmod 0666 "$WORK/argv.log"
+rm -f "$WORK/stop"
+as "$B" python3 - 60 "$WORK/stop" >"$WORK/seen" 2>/dev/null <<'PY' &
+import glob, os, sys, time
+end, hits = time.time() + float(sys.argv[1]), set()
+while time.time() < end and not os.path.exists(sys.argv[2]):
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            if b"SEKRET5" in open(p, "rb").read():
+                hits.add(p)
+        except OSError:
+            pass
+print(len(hits))
+PY
+watcher=$!
+sleep 0.3
+for i in 1 2; do
+  # the REMOTE in the environment (private to A), as a real deployment sets it: never in this test's own argv
+  set +e
+  HFS3_HELPER="$WORK/wrap.sh" HFS3_LOG=debug HFS3_PREFETCH=0 HFS3_MOUNTS="/models/x=cs,secret_access_key=SEKRET5:models/m1" \
+    LD_PRELOAD="$HFS3_SHIM" setpriv --reuid="$A" --regid="$G" --clear-groups cat /models/x/config.json \
+    >"$WORK/shim.out" 2>"$WORK/shim.err"
+  set -e
+done
+touch "$WORK/stop"; wait "$watcher" || true
+! grep -q SEKRET5 "$WORK/argv.log" "$WORK/shim.err" "$WORK/shim.out" || { cat "$WORK/argv.log" "$WORK/shim.err" >&2; fail "attack 5: the secret in argv or the log"; }
+[ "$(cat "$WORK/seen")" = 0 ] || fail "attack 5: B saw the secret in /proc/*/cmdline"
+ok "attack 5: a connection-string REMOTE: no helper argv and no log line holds its secret ($(head -1 "$WORK/shim.err"))"
+victim_ok "issue 23"
 echo "all ok"

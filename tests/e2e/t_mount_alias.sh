@@ -155,3 +155,27 @@ for cmd in "cache du" status; do
 done
 grep -qF 'http://evil/\x1b[1A\x0dfake line' "$WORK/out" || { cat -v "$WORK/out"; fail "status: the escaped canonical"; }
 ok "cache du, status: a member's control characters in remote and canonical are printed escaped"
+
+# issue 23 item 8: the same spelling, now resolving to another endpoint (its rclone.conf changed). The manifest
+# cached from the old endpoint is not this REMOTE's any more: offline and with S3 unreachable it is refused with
+# one line naming both endpoints; online the new endpoint's manifest replaces it.
+export HFS3_CACHE_DIR=$WORK/cache8
+export RCLONE_CONFIG_MOVED_TYPE=s3 RCLONE_CONFIG_MOVED_PROVIDER=Other RCLONE_CONFIG_MOVED_ACCESS_KEY_ID=S3RVER \
+       RCLONE_CONFIG_MOVED_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_MOVED_ENDPOINT="http://127.0.0.1:$S3_PORT"
+expect_exit 0 "fetch moved:models/qwen" "$H" fetch moved:models/qwen
+export RCLONE_CONFIG_MOVED_ENDPOINT="http://localhost:$S3_PORT"   # the same server, another endpoint by the rules
+HFS3_OFFLINE=1 expect_exit 1 "offline, the endpoint changed" "$H" _index moved:models/qwen
+one_line "$WORK/err"
+grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
+  "$WORK/err" || { cat "$WORK/err"; fail "offline: the message names both endpoints"; }
+ok "offline, endpoint changed: $(cat "$WORK/err")"
+RCLONE_CONFIG_MOVED_ENDPOINT=http://127.0.0.1:1 HFS3_RETRIES=0 expect_exit 1 "S3 unreachable, the endpoint changed" \
+  "$H" _index moved:models/qwen
+one_line "$WORK/err"
+grep -q "cached from http://127.0.0.1:$S3_PORT/models/qwen is not used: it now resolves to http://127.0.0.1:1/models/qwen" \
+  "$WORK/err" || { cat "$WORK/err"; fail "S3 unreachable: the message names both endpoints"; }
+ok "S3 unreachable, endpoint changed: $(cat "$WORK/err")"
+expect_exit 0 "online, the endpoint changed" "$H" _index moved:models/qwen
+grep -rqx "http://localhost:$S3_PORT/models/qwen" "$HFS3_CACHE_DIR"/mounts/*/canonical || fail "online: canonical"
+HFS3_OFFLINE=1 expect_exit 0 "offline after the new endpoint's manifest" "$H" _index moved:models/qwen
+ok "online, endpoint changed: the new endpoint's manifest replaces the old one, and serves offline after"
