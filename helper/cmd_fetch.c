@@ -133,7 +133,9 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_man
     if (!key)
         return hfs3_err(-ENOMEM, "out of memory");
     char mkey[17];
-    hfs3_mountkey(r->spec, mkey); /* the mount whose manifest vouches for the chunk digests */
+    /* the mount whose manifest vouches for the chunk digests: the user's own under HFS3_VERIFY_FOREIGN=1, where the
+     * shim looks (include/hfs3/index.h) */
+    hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);
     hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks,
                          chunks ? mkey : NULL};
     int rc = hfs3_fetch(c, r, &f, o, res);
@@ -141,6 +143,19 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_man
         hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */
     free(key);
     return rc;
+}
+
+/* Whether a fetched file is in the cache: blobs/<sha256>, or (chunk-checked, not yet promoted by the flush) the
+ * mount's cblobs/<sha256>. Only for the check at the end of `fetch`, which names what went missing. */
+static int entry_cached(const hfs3_cache *c, const char *mkey, const char *sha)
+{
+    struct stat st;
+    if (fstatat(c->blobs, sha, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 1;
+    char rel[17 + 8 + 65];
+    if (!mkey || snprintf(rel, sizeof rel, "%s/cblobs/%s", mkey, sha) >= (int)sizeof rel)
+        return 0;
+    return fstatat(c->mounts, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int cmd_index(int argc, char **argv)
@@ -604,6 +619,8 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         }
         pin_cap = rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : rl.rlim_cur > 512 ? (size_t)rl.rlim_cur - 256 : 0;
     }
+    char mkey[17];
+    hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .pins = pins, .failed_k = failed_k,
                       .pin_cap = pin_cap, .chunks = verify_chunks(0),
@@ -615,8 +632,7 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     /* every file that did not fail must be in the cache now (a gc or the budget may have taken one since) */
     for (size_t k = 0; k < n; k++) {
         const hfs3_entry *e = &m->entries[order[k]];
-        struct stat st;
-        if (failed_k[k] || e->size == 0 || fstatat(c->blobs, e->sha256, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        if (failed_k[k] || e->size == 0 || entry_cached(c, ff.chunks ? mkey : NULL, e->sha256))
             continue;
         if (p.on && !missing)
             cmd_progress_end();
