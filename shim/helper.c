@@ -441,6 +441,8 @@ int sh_exists(const char *p)
  * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
 int sh_run_locked(const struct sh_lockjob *j)
 {
+    if (__atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE))
+        return -EROFS;   /* a read-only cache (offline): no lock file to take, nothing the helper could write */
     pending_reap();
     int fd = lock_open(j->lockpath);
     if (fd < 0)

@@ -80,7 +80,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         }
         if (sh_exists(blob))
             return 0;
-        sh_log(1, "%s/%s: not in the cache and HFS3_OFFLINE=1", m->path, sh_epath(m, e));
+        sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
+               __atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE) ? ", which is read-only," : "");
         return -EIO;
     }
     if (sh_in_vfork())

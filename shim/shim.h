@@ -310,6 +310,9 @@ void sh_cache_after_fork(void);
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
 gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
+/* 1 once sh_cache_ready took a cache on a read-only file system (HFS3_OFFLINE=1 only): nothing is written to it,
+ * no helper is started (sh_run_locked gives -EROFS), what is cached is read. */
+extern int sh_cache_ro;
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
