@@ -51,7 +51,7 @@ print("entries %d bad %d same %s list %.2fs lstat %.2fs inode %s" % (len(ents), 
 PY
 for mode in online offline; do
   off=; [ $mode = offline ] && off=1
-  HFS3_OFFLINE=$off P python3 "$WORK/big.py" $H "$WORK/src/models--org--a/config.json" >"$WORK/$mode.out" 2>"$WORK/$mode.err" ||
+  HFS3_OFFLINE=$off P timeout 60 python3 "$WORK/big.py" $H "$WORK/src/models--org--a/config.json" >"$WORK/$mode.out" 2>"$WORK/$mode.err" ||
     { cat "$WORK/$mode.out"; head "$WORK/$mode.err"; fail "$mode: the big hub"; }
   echo "# $mode: $(cat "$WORK/$mode.out"), $(wc -l <"$WORK/$mode.err") log lines"
   grep -q "^entries 20001 bad 0 same True .* inode True$" "$WORK/$mode.out" || { cat "$WORK/$mode.out"; fail "$mode: every entry a directory with its listed inode, then the repository opens"; }
@@ -61,6 +61,6 @@ for mode in online offline; do
   ok "$mode: 20,001 repositories listed and lstat-ed in seconds, quietly; the real one opens afterwards"
 done
 # ls -la of the root: coreutils' lstat of each entry (the shape of the report)
-HFS3_OFFLINE=1 P ls -la $H >"$WORK/ls.out" 2>"$WORK/ls.err" || { head "$WORK/ls.err"; fail "ls -la of the big hub"; }
+HFS3_OFFLINE=1 P timeout 60 ls -la $H >"$WORK/ls.out" 2>"$WORK/ls.err" || { head "$WORK/ls.err"; fail "ls -la of the big hub"; }
 [ "$(grep -c '^d' "$WORK/ls.out")" = 20003 ] && [ ! -s "$WORK/ls.err" ] || { head "$WORK/ls.err"; fail "ls -la: 20,001 directories and . and .."; }
 ok "ls -la of the 20,001 repositories offline: all directories, nothing logged"
