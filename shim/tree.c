@@ -167,24 +167,23 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
     int rc = sh_mount_get(m);
     if (rc < 0)
         return rc;
-    *mp = m;
     /* a ".." applied below the root: the spelling as written, each ".." one level up from what the walk
      * reached (path.c, raw_rel) */
     const char *rel = l->raw ? l->raw : l->rel;
+    if (m->broken && *rel && m->hub) {
+        /* a repository named at the hub's root (hub.c): its sub-mount now, resolved at its root */
+        int k = sh_hub_late(l);
+        if (k < 0)
+            return k;   /* a name not in its repository list */
+        m = &sh_mounts[k];
+        if ((rc = sh_mount_get(m)) < 0)
+            return rc;
+        rel = "";
+    }
+    *mp = m;
     if (m->broken) {
-        if (*rel && m->hub) {
-            /* a repository named at the hub's root (hub.c): its sub-mount now, resolved at its root */
-            int k = sh_hub_late(l);
-            if (k < 0)
-                return k;   /* a name not in its repository list */
-            struct sh_loc sub = *l;
-            sub.m = k;
-            sub.rel = "";
-            sub.scr = NULL;
-            return sh_resolve(&sub, follow, mp, e);
-        }
         if (*rel)
-            return -EIO;
+            return m->hub ? -ENOENT : -EIO;
         *e = 0;
         return 1;   /* the root of a broken mount */
     }
