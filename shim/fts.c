@@ -228,7 +228,23 @@ static FTSENT *ent_sort(FTS *sp, FTSENT *head, size_t n)
  * its parent for an entry (fts_accpath its name), from the start directory for a root (fts_accpath its path). */
 static int cd_into(const FTS *sp, const FTSENT *p)
 {
-    return (sp->fts_options & FTS_NOCHDIR) ? 0 : chdir(p->fts_accpath);
+    if (sp->fts_options & FTS_NOCHDIR)
+        return 0;
+    /* glibc's check: the directory opened is the one stat-ed (a tree changed under the walk: ENOENT) */
+    int fd = open(p->fts_accpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = -1;
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0) {
+        if (sb.st_dev != p->fts_dev || sb.st_ino != p->fts_ino)
+            errno = ENOENT;
+        else
+            rc = fchdir(fd);
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
 }
 
 /* Back to where p's siblings are reached from: the start directory for a root, else p's parent (the start
@@ -239,7 +255,17 @@ static int cd_up(const FTS *sp, const FTSENT *p)
         return 0;
     if (fchdir(sp->fts_rfd) < 0)
         return -1;
-    return p->fts_level <= FTS_ROOTLEVEL ? 0 : chdir(p->fts_parent->fts_path);
+    if (p->fts_level <= FTS_ROOTLEVEL)
+        return 0;
+    const FTSENT *q = p->fts_parent;
+    struct stat sb;
+    if (chdir(q->fts_path) < 0 || stat(".", &sb) < 0)
+        return -1;
+    if (sb.st_dev != q->fts_dev || sb.st_ino != q->fts_ino) {
+        errno = ENOENT;   /* not the directory the walk came down through */
+        return -1;
+    }
+    return 0;
 }
 
 /* glibc's fts_build: the entries of the current directory (stat-ed as the options say), sorted when the handle
