@@ -149,6 +149,9 @@ static int build(const hfs3_manifest *m, hfs3_buf *out)
         hfs3_err(rc, "index: out of memory");
         goto out;
     }
+    /* what the shim will check before it maps the index in: a writer bug fails here, with a message */
+    if (!hfs3_index_check(out->data, out->len))
+        rc = hfs3_err(-EINVAL, "index: the index built from the manifest fails its own check (a bug)");
 out:
     free(ents);
     free(kids);

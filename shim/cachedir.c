@@ -173,7 +173,14 @@ static int check_dir(const char *dir, const char **why)
         return -EPERM;
     }
     if (sh_r.access(dir, W_OK | X_OK) < 0) {
-        *why = strerror(errno);
+        /* a warm cache on a read-only volume (a node's prewarmed cache mounted read-only into pods): offline,
+         * nothing needs writing (no helper runs, so no lock file; the last-use stamp is skipped), so it is used
+         * as it is; online a fetch could not land, and it is refused with a line that says what to set */
+        if (errno == EROFS && sh_offline && sh_r.access(dir, R_OK | X_OK) == 0) {
+            __atomic_store_n(&sh_cache_ro, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+        *why = errno == EROFS ? "Read-only file system (set HFS3_OFFLINE=1 to read what it holds)" : strerror(errno);
         return -errno;
     }
     return 0;
@@ -239,6 +246,7 @@ static int decide(void)
     return 0;
 }
 
+int sh_cache_ro;
 static gid_t cache_gid;
 static int cache_group_shared;
 

@@ -167,6 +167,8 @@ int sh_fd_stat(int fd, struct stat *st)
         sh_stat_synth(m, f.e, st);
     } else {
         st->st_mode = (st->st_mode & S_IFMT) | 0555;
+        if (f.kind == FD_DIR && f.e == 0 && sh_mounts[f.m].sub)
+            st->st_ino = sh_hub_root_ino(&sh_mounts[f.m]);   /* a hub's repository: as its stat (hub.c) */
     }
     return 1;
 }

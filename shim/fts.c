@@ -1,8 +1,11 @@
 /* fts.c - glibc's fts(3) (fts_open, fts_read, fts_children, fts_set, fts_close and the fts64_* names) for walks
  * that start in a mount or at a mount's ancestor: glibc's fts calls its internal opendir and stat, which never
  * see the mounts, so such a walk is done here with the interposed calls, following fts(3) and glibc's io/fts.c
- * (the same fts_info answers, order, freeing and fts_set instructions), every walk as FTS_NOCHDIR: fts_accpath is
- * fts_path, and each entry owns its fts_path. A handle whose roots are all outside the mounts is glibc's, and so
+ * (the same fts_info answers, order, freeing and fts_set instructions). Without FTS_NOCHDIR (and FTS_LOGICAL, which
+ * implies it) the walk changes directory as glibc's does, so that fts_accpath is the name and a program may open
+ * e->fts_name or ask getcwd() during the walk; it goes up by the start directory's descriptor and the parent's
+ * path rather than "..", so the way back never depends on how ".." reads in a synthesized directory. Each entry
+ * owns its fts_path. A handle whose roots are all outside the mounts is glibc's, and so
  * is every later call on it. Our handles are told apart by a registry of their addresses (atomics only: nothing
  * to reset after a fork, no lock), never by reading the memory around glibc's. fts allocates by contract; none of
  * this runs on another call's fast path. */
@@ -12,6 +15,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* hides glibc's nonnull declarations from the optimiser (a NULL goes to glibc, which reports it) */
 #define LAUNDER_F(p) __asm__("" : "+r"(p))
@@ -21,44 +25,83 @@ typedef int (*fts64_cmp)(const FTSENT64 **, const FTSENT64 **);
 
 /* --- the registry of our handles ----------------------------------------------------------------------- */
 
+/* Chunks of slots, chained and never freed: as many handles as the program opens (glibc has no limit either). A
+ * new chunk is linked in with one compare-and-swap; a lookup scans each chunk up to the highest slot it ever
+ * used. */
 #define FTS_SLOTS 1024
-static FTS *slots[FTS_SLOTS];
+struct reg_chunk {
+    FTS *slots[FTS_SLOTS];
+    int top;                    /* slots above this were never used: a lookup stops there */
+    struct reg_chunk *next;
+};
+static struct reg_chunk reg0;
 static int nslots;   /* registered handles: 0 (no fts walk of a mount open) = no scan */
-static int top;      /* slots above this were never used: a lookup stops there */
 
 static int reg_add(FTS *sp)
 {
-    for (int i = 0; i < FTS_SLOTS; i++) {
-        FTS *z = NULL;
-        if (!__atomic_load_n(&slots[i], __ATOMIC_RELAXED) &&
-            __atomic_compare_exchange_n(&slots[i], &z, sp, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            int t = __atomic_load_n(&top, __ATOMIC_RELAXED);
-            while (t < i + 1 && !__atomic_compare_exchange_n(&top, &t, i + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-                ;
-            __atomic_add_fetch(&nslots, 1, __ATOMIC_ACQ_REL);
-            return 0;
+    for (struct reg_chunk *c = &reg0; c;) {
+        for (int i = 0; i < FTS_SLOTS; i++) {
+            FTS *z = NULL;
+            if (!__atomic_load_n(&c->slots[i], __ATOMIC_RELAXED) &&
+                __atomic_compare_exchange_n(&c->slots[i], &z, sp, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                int t = __atomic_load_n(&c->top, __ATOMIC_RELAXED);
+                while (t < i + 1 &&
+                       !__atomic_compare_exchange_n(&c->top, &t, i + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                    ;
+                __atomic_add_fetch(&nslots, 1, __ATOMIC_ACQ_REL);
+                return 0;
+            }
         }
+        struct reg_chunk *n = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+        if (!n) {
+            struct reg_chunk *fresh = calloc(1, sizeof *fresh), *z = NULL;
+            if (!fresh)
+                return -1;
+            if (__atomic_compare_exchange_n(&c->next, &z, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                n = fresh;
+            } else {
+                free(fresh);   /* another thread linked one in first */
+                n = z;
+            }
+        }
+        c = n;
     }
     return -1;
 }
 
-/* The slot of one of our handles, or -1 (glibc's). A handle is looked up only after its fts_open returned, so
- * its slot is below top by then. */
-static int reg_find(const void *sp)
+/* The chunk and slot of one of our handles; NULL (glibc's) when none. A handle is looked up only after its
+ * fts_open returned, so its slot is below its chunk's top by then. */
+static struct reg_chunk *reg_find(const void *sp, int *slot)
 {
     if (!sp || !__atomic_load_n(&nslots, __ATOMIC_ACQUIRE))
-        return -1;
-    int t = __atomic_load_n(&top, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < t; i++)
-        if (__atomic_load_n(&slots[i], __ATOMIC_ACQUIRE) == sp)
-            return i;
-    return -1;
+        return NULL;
+    for (struct reg_chunk *c = &reg0; c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE)) {
+        int t = __atomic_load_n(&c->top, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < t; i++)
+            if (__atomic_load_n(&c->slots[i], __ATOMIC_ACQUIRE) == sp) {
+                *slot = i;
+                return c;
+            }
+    }
+    return NULL;
 }
 
-static void reg_del(int i)
+static int ours(const void *sp)
 {
-    __atomic_store_n(&slots[i], NULL, __ATOMIC_RELEASE);
+    int i;
+    return reg_find(sp, &i) != NULL;
+}
+
+/* Forgets sp: 1 when it was ours. */
+static int reg_del(const void *sp)
+{
+    int i;
+    struct reg_chunk *c = reg_find(sp, &i);
+    if (!c)
+        return 0;
+    __atomic_store_n(&c->slots[i], NULL, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&nslots, 1, __ATOMIC_ACQ_REL);
+    return 1;
 }
 
 /* --- entries ------------------------------------------------------------------------------------------- */
@@ -181,6 +224,50 @@ static FTSENT *ent_sort(FTS *sp, FTSENT *head, size_t n)
     return a[0];
 }
 
+/* The walk's working directory (glibc's fts_safe_changedir and FCHDIR; nothing with FTS_NOCHDIR). Into p: from
+ * its parent for an entry (fts_accpath its name), from the start directory for a root (fts_accpath its path). */
+static int cd_into(const FTS *sp, const FTSENT *p)
+{
+    if (sp->fts_options & FTS_NOCHDIR)
+        return 0;
+    /* glibc's check: the directory opened is the one stat-ed (a tree changed under the walk: ENOENT) */
+    int fd = open(p->fts_accpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = -1;
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0) {
+        if (sb.st_dev != p->fts_dev || sb.st_ino != p->fts_ino)
+            errno = ENOENT;
+        else
+            rc = fchdir(fd);
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Back to where p's siblings are reached from: the start directory for a root, else p's parent (the start
+ * directory, then the parent's path from there). */
+static int cd_up(const FTS *sp, const FTSENT *p)
+{
+    if (sp->fts_options & FTS_NOCHDIR)
+        return 0;
+    if (fchdir(sp->fts_rfd) < 0)
+        return -1;
+    if (p->fts_level <= FTS_ROOTLEVEL)
+        return 0;
+    const FTSENT *q = p->fts_parent;
+    struct stat sb;
+    if (chdir(q->fts_path) < 0 || stat(".", &sb) < 0)
+        return -1;
+    if (sb.st_dev != q->fts_dev || sb.st_ino != q->fts_ino) {
+        errno = ENOENT;   /* not the directory the walk came down through */
+        return -1;
+    }
+    return 0;
+}
+
 /* glibc's fts_build: the entries of the current directory (stat-ed as the options say), sorted when the handle
  * has a comparison function. NULL when it cannot be read (BREAD: fts_info FTS_DNR) or is empty (BREAD:
  * FTS_DP), or out of memory (FTS_STOP). */
@@ -200,10 +287,24 @@ static FTSENT *build(FTS *sp, int type)
     if (type == BNAMES) {
         nlinks = 0;
     } else if ((sp->fts_options & FTS_NOSTAT) && (sp->fts_options & FTS_PHYSICAL)) {
-        nlinks = (long)cur->fts_nlink - ((sp->fts_options & FTS_SEEDOT) ? 0 : 2);
+        /* glibc counts the subdirectories down from the link count and takes the rest unseen; a synthesized
+         * directory (a mount's ancestor) has no such count, so every entry whose type says directory (or does
+         * not say) is looked at: the same answers wherever the count is right */
+        nlinks = -1;
         nostat = 1;
     } else {
         nlinks = -1;
+    }
+    int descend = 0, cderr = 0;
+    if (nlinks != 0 || type == BREAD) {
+        if (cd_into(sp, cur) < 0) {
+            if (nlinks && type == BREAD)
+                cur->fts_errno = errno;
+            cur->fts_flags |= FTS_DONTCHDIR;
+            cderr = errno;
+        } else {
+            descend = 1;
+        }
     }
     FTSENT *head = NULL, *tail = NULL;
     size_t n = 0;
@@ -215,6 +316,8 @@ static FTSENT *build(FTS *sp, int type)
         if (!p) {
             ent_lfree(head);
             closedir(d);
+            if (descend)
+                cd_up(sp, cur);
             cur->fts_info = FTS_ERR;
             sp->fts_options |= FTS_STOP;
             errno = ENOMEM;
@@ -222,7 +325,13 @@ static FTSENT *build(FTS *sp, int type)
         }
         p->fts_level = (short)(cur->fts_level + 1);
         p->fts_parent = cur;
-        if (nlinks == 0 || (nostat && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)) {
+        if (!(sp->fts_options & FTS_NOCHDIR))
+            p->fts_accpath = p->fts_name;
+        if (cderr) {
+            p->fts_info = nlinks ? FTS_NS : FTS_NSOK;
+            p->fts_errno = nlinks ? cderr : 0;
+            p->fts_accpath = cur->fts_accpath;
+        } else if (nlinks == 0 || (nostat && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)) {
             p->fts_info = FTS_NSOK;
         } else {
             p->fts_info = ent_stat(sp, p, 0);
@@ -237,6 +346,12 @@ static FTSENT *build(FTS *sp, int type)
         n++;
     }
     closedir(d);
+    if (descend && (type == BCHILD || !n) && cd_up(sp, cur) < 0) {
+        cur->fts_info = FTS_ERR;
+        sp->fts_options |= FTS_STOP;
+        ent_lfree(head);
+        return NULL;
+    }
     if (!n) {
         if (type == BREAD)
             cur->fts_info = FTS_DP;
@@ -269,8 +384,10 @@ static FTS *o_open(char *const *argv, int options, fts_cmp compar)
     if (!sp)
         goto oom;
     sp->fts_compar = (int (*)(const void *, const void *))compar;
-    sp->fts_options = options | FTS_NOCHDIR;   /* the walk never chdirs: fts_accpath is fts_path */
+    sp->fts_options = options | ((options & FTS_LOGICAL) ? FTS_NOCHDIR : 0);   /* glibc's rule */
     sp->fts_rfd = -1;
+    if (!(sp->fts_options & FTS_NOCHDIR) && (sp->fts_rfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        sp->fts_options |= FTS_NOCHDIR;
     if (!(parent = ent_alloc("", 0, NULL)))
         goto fail;
     parent->fts_level = FTS_ROOTPARENTLEVEL;
@@ -319,6 +436,8 @@ fail:;
     int e = errno;
     ent_lfree(root);
     free(parent);
+    if (sp && sp->fts_rfd >= 0)
+        close(sp->fts_rfd);
     if (sp)
         free(sp->fts_array);
     free(sp);
@@ -358,8 +477,17 @@ static FTSENT *o_read(FTS *sp)
             ent_lfree(sp->fts_child);
             sp->fts_child = NULL;
         }
-        if (!sp->fts_child && !(sp->fts_child = build(sp, BREAD)))
+        if (sp->fts_child) {
+            /* read by fts_children, which came back out: in again */
+            if (cd_into(sp, p) < 0) {
+                p->fts_errno = errno;
+                p->fts_flags |= FTS_DONTCHDIR;
+                for (FTSENT *c = sp->fts_child; c; c = c->fts_link)
+                    c->fts_accpath = c->fts_parent->fts_accpath;
+            }
+        } else if (!(sp->fts_child = build(sp, BREAD))) {
             return (sp->fts_options & FTS_STOP) ? NULL : p;
+        }
         p = sp->fts_child;
         sp->fts_child = NULL;
         return sp->fts_cur = p;
@@ -370,6 +498,10 @@ next:
         sp->fts_cur = p;
         free(tmp);
         if (p->fts_level == FTS_ROOTLEVEL) {
+            if (cd_up(sp, p) < 0) {
+                sp->fts_options |= FTS_STOP;
+                return NULL;
+            }
             root_load(sp, p);
             return p;
         }
@@ -389,6 +521,10 @@ next:
         free(p);
         errno = 0;   /* the end, not an error */
         return sp->fts_cur = NULL;
+    }
+    if ((p->fts_level == FTS_ROOTLEVEL || !(p->fts_flags & FTS_DONTCHDIR)) && cd_up(sp, p) < 0) {
+        sp->fts_options |= FTS_STOP;
+        return NULL;
     }
     p->fts_info = p->fts_errno ? FTS_ERR : FTS_DP;
     return p;
@@ -442,9 +578,18 @@ static int o_close(FTS *sp)
     }
     ent_lfree(sp->fts_child);
     free(sp->fts_array);
+    int rc = 0;
+    if (!(sp->fts_options & FTS_NOCHDIR)) {
+        /* back where fts_open found the process */
+        if (fchdir(sp->fts_rfd) < 0) {
+            e = errno;
+            rc = -1;
+        }
+        close(sp->fts_rfd);
+    }
     free(sp);
     errno = e;
-    return 0;
+    return rc;
 }
 
 /* --- the exported calls ------------------------------------------------------------------------------------ */
@@ -486,32 +631,29 @@ SH_EXPORT FTS *fts_open(char *const *argv, int options, fts_cmp compar)
 
 SH_EXPORT FTSENT *fts_read(FTS *sp)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return o_read(sp);
     return REAL(fts_read, FTSENT *(*)(FTS *))(sp);
 }
 
 SH_EXPORT FTSENT *fts_children(FTS *sp, int instr)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return o_children(sp, instr);
     return REAL(fts_children, FTSENT *(*)(FTS *, int))(sp, instr);
 }
 
 SH_EXPORT int fts_set(FTS *sp, FTSENT *p, int instr)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return o_set(p, instr);
     return REAL(fts_set, int (*)(FTS *, FTSENT *, int))(sp, p, instr);
 }
 
 SH_EXPORT int fts_close(FTS *sp)
 {
-    int i = reg_find(sp);
-    if (i >= 0) {
-        reg_del(i);
+    if (reg_del(sp))
         return o_close(sp);
-    }
     return REAL(fts_close, int (*)(FTS *))(sp);
 }
 
@@ -526,31 +668,28 @@ SH_EXPORT FTS64 *fts64_open(char *const *argv, int options, fts64_cmp compar)
 
 SH_EXPORT FTSENT64 *fts64_read(FTS64 *sp)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return (FTSENT64 *)o_read((FTS *)sp);
     return REAL(fts64_read, FTSENT64 *(*)(FTS64 *))(sp);
 }
 
 SH_EXPORT FTSENT64 *fts64_children(FTS64 *sp, int instr)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return (FTSENT64 *)o_children((FTS *)sp, instr);
     return REAL(fts64_children, FTSENT64 *(*)(FTS64 *, int))(sp, instr);
 }
 
 SH_EXPORT int fts64_set(FTS64 *sp, FTSENT64 *p, int instr)
 {
-    if (reg_find(sp) >= 0)
+    if (ours(sp))
         return o_set((FTSENT *)p, instr);
     return REAL(fts64_set, int (*)(FTS64 *, FTSENT64 *, int))(sp, p, instr);
 }
 
 SH_EXPORT int fts64_close(FTS64 *sp)
 {
-    int i = reg_find(sp);
-    if (i >= 0) {
-        reg_del(i);
+    if (reg_del(sp))
         return o_close((FTS *)sp);
-    }
     return REAL(fts64_close, int (*)(FTS64 *))(sp);
 }

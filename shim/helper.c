@@ -87,10 +87,13 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&at);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    /* libc's own, not the interposer of dl.c (which would classify /dev/null again, from inside a load) */
+    int (*addopen)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
+        REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
+    addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     if (quiet && sh_log_level < 2)   /* info and debug keep its stderr */
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     if (lockfd >= 0)
         posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
     posix_spawn_file_actions_addclosefrom_np(&fa, lockfd >= 0 ? 4 : 3);
@@ -474,6 +477,8 @@ int sh_exists(const char *p)
  * caller), -ETIMEDOUT (no progress for HFS3_STALL_TIMEOUT seconds: our own helper is killed), or -errno. */
 int sh_run_locked(const struct sh_lockjob *j)
 {
+    if (__atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE))
+        return -EROFS;   /* a read-only cache (offline): no lock file to take, nothing the helper could write */
     pending_reap();
     int fd = lock_open(j->lockpath);
     if (fd < 0)

@@ -2,8 +2,12 @@
  * whose REMOTE has no manifest but repository folders is a hub: the helper's `_index` writes its repository list
  * to mounts/K/repos (sorted, one name per line). Its root lists those names as directories; each repository is
  * a sub-mount whose REMOTE is "<hub REMOTE>/<name>" (the same cache entry as a mount configured for it), made
- * when a path first names it, its manifest loaded by mount.c as any mount's. The list is checked again when
- * older than HFS3_HUB_TTL, on a listing of the root or a lookup of a repository-like name not in it.
+ * when a path first names something in it (or opens, enters or lists it: sh_hub_late), its manifest loaded by
+ * mount.c as any mount's. Listing the hub's root and stat of a repository itself claim no sub-mount and load no
+ * manifest (the list says it is a directory; its inode is its skeleton's when the cache has one): `ls -la` or
+ * os.walk's scandir + lstat of a hub of 100,000 repositories costs a stat each, starts no helper, logs nothing.
+ * The list is checked again when older than HFS3_HUB_TTL, on a listing of the root or a lookup of a
+ * repository-like name not in it.
  *
  * Sub-mounts live in sh_mounts after the configured ones (init.c reserves SH_SUB_MAX slots, MAP_NORESERVE):
  * a slot is claimed with one atomic add, filled, marked ready, then published in a hash table of slot numbers
@@ -203,11 +207,11 @@ static int sub_is(int i, int hub, const char *name, size_t n)
            !memcmp(m->path + h->len + 1, name, n);
 }
 
-/* The sub-mount of repository name of hub: found, or claimed and filled in. -errno when none can be had. */
-static int hub_sub(int hub, const char *name, size_t n)
+/* The sub-mount already made for repository name of hub, or -1. */
+static int sub_find(int hub, const char *name, size_t n)
 {
     const size_t mask = SH_SUB_HASH - 1;
-    size_t home = (size_t)hash(hub, name, n) & mask, b = home;
+    size_t b = (size_t)hash(hub, name, n) & mask;
     for (size_t i = 0; i < SH_SUB_HASH; i++, b = (b + 1) & mask) {
         uint32_t v = __atomic_load_n(&sub_hash[b], __ATOMIC_ACQUIRE);
         if (!v)
@@ -215,6 +219,17 @@ static int hub_sub(int hub, const char *name, size_t n)
         if (sub_is(sh_nmounts + (int)v - 1, hub, name, n))
             return sh_nmounts + (int)v - 1;
     }
+    return -1;
+}
+
+/* The sub-mount of repository name of hub: found, or claimed and filled in. -errno when none can be had. */
+static int hub_sub(int hub, const char *name, size_t n)
+{
+    const size_t mask = SH_SUB_HASH - 1;
+    size_t home = (size_t)hash(hub, name, n) & mask, b;
+    int found = sub_find(hub, name, n);
+    if (found >= 0)
+        return found;
     if (sh_in_vfork())
         return -EAGAIN;
     int k = __atomic_fetch_add(&sh_nsubs, 1, __ATOMIC_ACQ_REL);
@@ -275,11 +290,87 @@ void sh_hub_classify(struct sh_loc *l)
         if (!names_has(h, name, n))
             return;
     }
-    int i = hub_sub(l->m, name, n);
+    /* the repository itself: its sub-mount only once something needs more than its stat (sh_hub_late) */
+    int i = name[n] ? hub_sub(l->m, name, n) : sub_find(l->m, name, n);
     if (i < 0)
         return;
     l->m = i;
     l->rel = name + n + (name[n] == '/');
+}
+
+int sh_hub_late(const struct sh_loc *l)
+{
+    const struct sh_mount *h = &sh_mounts[l->m];
+    size_t n = strlen(l->rel);
+    if (!h->hub || l->raw || l->rel[strcspn(l->rel, "/")] || !names_has(h, l->rel, n))
+        return -ENOENT;
+    return hub_sub(l->m, l->rel, n);
+}
+
+/* CACHE/mounts/<key>/tree of repository name of hub h into out: the directory stat gives it once its manifest
+ * is in (tree.c). 0, or -ENAMETOOLONG. */
+static int repo_tree(const struct sh_mount *h, const char *name, size_t n, char *out, size_t outn)
+{
+    size_t rl = strlen(h->remote);
+    while (rl > 0 && h->remote[rl - 1] == '/')
+        rl--;
+    char key[17];
+    if (rl + 1 + n >= SH_SCR || (size_t)snprintf(out, outn, "%.*s/%.*s", (int)rl, h->remote, (int)n, name) >= outn)
+        return -ENAMETOOLONG;
+    hfs3_mountkey(out, key);
+    return (size_t)snprintf(out, outn, "%s/mounts/%s/tree", sh_cache, key) < outn ? 0 : -ENAMETOOLONG;
+}
+
+/* The inode of repository name of hub h, from its logical path (tree.c's for a directory without a skeleton): the
+ * same in the hub's listing, in stat before and after its manifest is loaded, and in fstat of a descriptor on it,
+ * so that a walk (find's fts compares lstat with fstat) never sees it change when the repository's skeleton is
+ * made on first use; and no skeleton has to be made, in a cache that may be read-only, for an lstat. */
+static ino_t repo_ino(const struct sh_mount *h, const char *name, size_t n)
+{
+    uint64_t v = 1469598103934665603ULL;   /* tree.c's fnv("ancestor", path) */
+    for (const unsigned char *p = (const unsigned char *)"ancestor"; *p; p++)
+        v = (v ^ *p) * 1099511628211ULL;
+    v = (v ^ '/') * 1099511628211ULL;
+    for (size_t i = 0; i < h->len + 1 + n; i++)
+        v = (v ^ (unsigned char)(i < h->len ? h->path[i] : i == h->len ? '/' : name[i - h->len - 1])) *
+            1099511628211ULL;
+    return (ino_t)((v >> 2) | (1ULL << 62));
+}
+
+ino_t sh_hub_root_ino(const struct sh_mount *sub)
+{
+    const struct sh_mount *h = &sh_mounts[sub->hubm];
+    return repo_ino(h, sub->path + h->len + 1, sub->len - h->len - 1);
+}
+
+/* The stat of repository name of hub h without its sub-mount: its skeleton's when there is one (never made
+ * here), else an empty read-only directory's; the inode repo_ino's. */
+static void repo_stat(const struct sh_mount *h, const char *name, size_t n, char *buf, struct stat *st)
+{
+    if (repo_tree(h, name, n, buf, SH_SCR) == 0 && sh_r.stat(buf, st) == 0 && S_ISDIR(st->st_mode)) {
+        st->st_mode = S_IFDIR | 0555;
+    } else {
+        memset(st, 0, sizeof *st);
+        st->st_mode = S_IFDIR | 0555;
+        st->st_nlink = 2;
+        st->st_uid = getuid();
+        st->st_gid = getgid();
+        st->st_blksize = 4096;
+    }
+    st->st_ino = repo_ino(h, name, n);
+}
+
+int sh_hub_stat(const struct sh_loc *l, struct stat *st)
+{
+    const struct sh_mount *h = &sh_mounts[l->m];
+    if (__builtin_expect(!h->hub, 1) || !*l->rel || l->raw || l->slash)
+        return 0;
+    size_t n = strlen(l->rel);
+    if (l->rel[strcspn(l->rel, "/")] || !names_has(h, l->rel, n))
+        return 0;
+    SH_SCRATCH(t);
+    repo_stat(h, l->rel, n, t->a, st);
+    return 1;
 }
 
 int sh_hub_list(int hub, int (*fn)(void *, const struct sh_dent *), void *arg)
@@ -297,14 +388,9 @@ int sh_hub_list(int hub, int (*fn)(void *, const struct sh_dent *), void *arg)
         memcpy(d.name, s->data + i, n);
         d.name[n] = 0;
         i += n + 1;
-        /* the inode a stat of it will give: its skeleton root */
-        int k = hub_sub(hub, d.name, n);
-        d.ino = 1;
-        if (k >= 0) {
-            sh_tree_path(&sh_mounts[k], "", t->a, SH_SCR);
-            if (sh_stat_skel(t->a, &st) == 0)
-                d.ino = st.st_ino;
-        }
+        /* the inode a stat of it will give (no sub-mount claimed: a listing of 100,000 must not use them up) */
+        repo_stat(h, d.name, n, t->a, &st);
+        d.ino = st.st_ino;
         int rc = fn(arg, &d);
         if (rc < 0)
             return rc;

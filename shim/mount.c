@@ -19,39 +19,6 @@
 
 /* --- mounts ------------------------------------------------------------------------------------------ */
 
-static int index_valid(const void *base, size_t len)
-{
-    const struct hfs3_index_header *h = base;
-    if (len < sizeof *h || memcmp(h->magic, HFS3_INDEX_MAGIC, 8) || h->version != HFS3_INDEX_VERSION ||
-        h->file_size != len || h->n_entries == 0 || h->entries_off > len ||
-        (len - h->entries_off) / sizeof(struct hfs3_index_entry) < h->n_entries || h->children_off > len ||
-        (len - h->children_off) / 4 < h->n_children || h->strings_off > len || len - h->strings_off < h->strings_len ||
-        h->strings_len == 0 || h->entries_off % 8 || h->children_off % 4)
-        return 0;
-    const struct hfs3_index_entry *e = (const void *)((const char *)base + h->entries_off);
-    const uint32_t *kids = (const void *)((const char *)base + h->children_off);
-    const char *s = (const char *)base + h->strings_off;
-    if (s[h->strings_len - 1] != 0 || e[0].type != HFS3_IX_DIR)
-        return 0;
-    for (uint32_t i = 0; i < h->n_entries; i++) {
-        const struct hfs3_index_entry *x = &e[i];
-        if (x->type < HFS3_IX_DIR || x->type > HFS3_IX_SYMLINK || x->parent >= h->n_entries ||
-            e[x->parent].type != HFS3_IX_DIR || (uint64_t)x->path_off + x->path_len >= h->strings_len ||
-            s[x->path_off + x->path_len] != 0 || x->name_len > x->path_len ||
-            x->name_off != x->path_off + x->path_len - x->name_len)
-            return 0;
-        if (x->type == HFS3_IX_DIR && (uint64_t)x->child_first + x->child_count > h->n_children)
-            return 0;
-        if (x->type == HFS3_IX_SYMLINK && ((uint64_t)x->target_off + x->target_len >= h->strings_len ||
-                                           s[x->target_off + x->target_len] != 0))
-            return 0;
-    }
-    for (uint32_t i = 0; i < h->n_children; i++)
-        if (kids[i] == 0 || kids[i] >= h->n_entries)
-            return 0;
-    return 1;
-}
-
 struct fresh {
     const char *index;   /* or a hub's repos */
     long long seen;   /* the index's stamp before waiting for the lock (0: there was none) */
@@ -179,7 +146,7 @@ static void load(struct sh_mount *m)
     }
     if (fd >= 0 && sh_r.fstat(fd, &st) == 0 && st.st_size > 0) {
         void *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (base != MAP_FAILED && index_valid(base, (size_t)st.st_size)) {
+        if (base != MAP_FAILED && hfs3_index_check(base, (size_t)st.st_size)) {
             m->ix = base;
             m->ixlen = (size_t)st.st_size;
             m->ents = (const void *)((const char *)base + m->ix->entries_off);

@@ -155,7 +155,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         if (found)
             return 0;
         sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
-               sh_exists(blob) ? " (a copy not known to be on disk before the last restart: not verified)" : "");
+               __atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE) ? ", which is read-only,"
+               : sh_exists(blob) ? " (a copy not known to be on disk before the last restart: not verified)" : "");
         return -EIO;
     }
     if (sh_in_vfork())
@@ -286,7 +287,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
-        sh_fd_set(fd, FD_DIR, l->m, e);
+        sh_fd_set(fd, FD_DIR, (int)(m - sh_mounts), e);   /* a hub's repository: its sub-mount (sh_resolve) */
         return fd;
     }
     if (flags & O_DIRECTORY)
@@ -337,7 +338,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     }
     if (fd < 0)
         return -errno == -ENOENT ? -EIO : -errno;
-    sh_fd_set(fd, FD_FILE, l->m, e);
+    sh_fd_set(fd, FD_FILE, (int)(m - sh_mounts), e);
     return fd;
 }
 

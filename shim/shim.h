@@ -349,6 +349,9 @@ void sh_cache_after_fork(void);
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
 gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
+/* 1 once sh_cache_ready took a cache on a read-only file system (HFS3_OFFLINE=1 only): nothing is written to it,
+ * no helper is started (sh_run_locked gives -EROFS), what is cached is read. */
+extern int sh_cache_ro;
 
 /* --- helper.c: the helper and the lock protocol -------------------------------------------------------- */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet);
@@ -390,8 +393,16 @@ extern long sh_hub_ttl;   /* HFS3_HUB_TTL (default HFS3_MANIFEST_TTL) */
 extern int sh_nsubs;      /* sub-mount slots claimed */
 /* With m's refresh done and no valid index: 1 when its mounts/K/repos makes it a hub (m->hub set). */
 int sh_hub_load(struct sh_mount *m);
-/* l (L_MNT) in a hub's repository: l->m becomes that repository's sub-mount, l->rel the path inside it. */
+/* l (L_MNT) in a hub's repository: l->m becomes that repository's sub-mount, l->rel the path inside it. A
+ * repository itself ("HUB/NAME") stays the hub's (l->rel the name) until its sub-mount is made: sh_hub_stat
+ * answers a stat of it without one, sh_hub_late makes it for every other call (sh_resolve). */
 void sh_hub_classify(struct sh_loc *l);
+/* 1 and *st when l is a repository of a hub that has no sub-mount yet; 0: not such a location. */
+int sh_hub_stat(const struct sh_loc *l, struct stat *st);
+/* The sub-mount of the repository l (the hub's, l->rel its name) names, made now; -ENOENT when not listed. */
+int sh_hub_late(const struct sh_loc *l);
+/* The inode of a hub repository's root (sub a sub-mount), whatever its skeleton's. */
+ino_t sh_hub_root_ino(const struct sh_mount *sub);
 /* The entries of a hub's root: its repositories (after "." and ".."). */
 int sh_hub_list(int hub, int (*fn)(void *, const struct sh_dent *), void *arg);
 /* map_back for CACHE/mounts/<r> that is no configured mount's: a hub repository's skeleton. */

@@ -208,13 +208,23 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
     int rc = sh_mount_get(m);
     if (rc < 0)
         return rc;
-    *mp = m;
     /* a ".." applied below the root: the spelling as written, each ".." one level up from what the walk
      * reached (path.c, raw_rel) */
     const char *rel = l->raw ? l->raw : l->rel;
+    if (m->broken && *rel && m->hub) {
+        /* a repository named at the hub's root (hub.c): its sub-mount now, resolved at its root */
+        int k = sh_hub_late(l);
+        if (k < 0)
+            return k;   /* a name not in its repository list */
+        m = &sh_mounts[k];
+        if ((rc = sh_mount_get(m)) < 0)
+            return rc;
+        rel = "";
+    }
+    *mp = m;
     if (m->broken) {
         if (*rel)
-            return m->hub ? -ENOENT : -EIO;   /* a hub: a name not in its repository list */
+            return m->hub ? -ENOENT : -EIO;
         *e = 0;
         return 1;   /* the root of a broken mount */
     }
@@ -249,6 +259,8 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         stat_dir_synth(l->path, st);
         return 0;
     }
+    if (sh_hub_stat(l, st))
+        return 0;   /* a hub's repository, before anything needs its manifest */
     const struct sh_mount *m;
     uint32_t e;
     int rc = sh_resolve(l, follow, &m, &e);
@@ -260,8 +272,11 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         return rc;
     if (rc == 1 || m->ents[e].type == HFS3_IX_DIR) {
         sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
-        if (sh_stat_skel(rp, st) == 0)
+        if (sh_stat_skel(rp, st) == 0) {
+            if (m->sub && (rc == 1 || e == 0))
+                st->st_ino = sh_hub_root_ino(m);   /* a hub's repository: the inode of the hub's listing */
             return 0;
+        }
         if (rc == 1) {
             /* a broken mount without its skeleton (no usable cache): still an empty directory */
             stat_dir_synth(m->path, st);

@@ -191,6 +191,56 @@ struct hfs3_index_entry {
     uint8_t sha256[32];      /* files */
 };
 
+/* 1 when the len bytes at base (8-byte aligned) are an index a reader may use: the header's sections inside the
+ * file, every offset and name inside the strings, and the children table a tree, so that no walk of it can loop
+ * (a corrupted index once held a directory that was its own grandchild: os.walk recursed until RecursionError).
+ * The tree rule is the writer's order: the root's parent is itself, every other entry's parent comes before it
+ * (entries are in bytewise path order and a parent's path is a prefix of its children's), only directories have
+ * children, and a directory's run holds only entries whose parent it is, in increasing entry order (for siblings
+ * that is their name order, which the readers' binary search needs), the runs adding up to one place per entry.
+ * One rule for the writer (lib/index.c checks what it built) and the shim (shim/mount.c, before it maps one in). */
+static inline int hfs3_index_check(const void *base, size_t len)
+{
+    const struct hfs3_index_header *h = (const struct hfs3_index_header *)base;
+    if (len < sizeof *h || __builtin_memcmp(h->magic, HFS3_INDEX_MAGIC, 8) || h->version != HFS3_INDEX_VERSION ||
+        h->file_size != len || h->n_entries == 0 || h->entries_off > len ||
+        (len - h->entries_off) / sizeof(struct hfs3_index_entry) < h->n_entries || h->children_off > len ||
+        (len - h->children_off) / 4 < h->n_children || h->strings_off > len || len - h->strings_off < h->strings_len ||
+        h->strings_len == 0 || h->entries_off % 8 || h->children_off % 4 || h->n_children != h->n_entries - 1)
+        return 0;
+    const struct hfs3_index_entry *e = (const struct hfs3_index_entry *)((const char *)base + h->entries_off);
+    const uint32_t *kids = (const uint32_t *)((const char *)base + h->children_off);
+    const char *s = (const char *)base + h->strings_off;
+    if (s[h->strings_len - 1] != 0 || e[0].type != HFS3_IX_DIR || e[0].parent != 0)
+        return 0;
+    uint64_t placed = 0;
+    for (uint32_t i = 0; i < h->n_entries; i++) {
+        const struct hfs3_index_entry *x = &e[i];
+        if (x->type < HFS3_IX_DIR || x->type > HFS3_IX_SYMLINK || (i > 0 && x->parent >= i) ||
+            e[x->parent].type != HFS3_IX_DIR || (uint64_t)x->path_off + x->path_len >= h->strings_len ||
+            s[x->path_off + x->path_len] != 0 || x->name_len > x->path_len ||
+            x->name_off != x->path_off + x->path_len - x->name_len)
+            return 0;
+        if (x->type != HFS3_IX_DIR && x->child_count != 0)
+            return 0;
+        if (x->type == HFS3_IX_DIR) {
+            if ((uint64_t)x->child_first + x->child_count > h->n_children)
+                return 0;
+            placed += x->child_count;
+            for (uint32_t j = 0; j < x->child_count; j++) {
+                uint32_t k = kids[x->child_first + j];
+                if (k == 0 || k >= h->n_entries || e[k].parent != i ||
+                    (j > 0 && k <= kids[x->child_first + j - 1]))
+                    return 0;
+            }
+        }
+        if (x->type == HFS3_IX_SYMLINK && ((uint64_t)x->target_off + x->target_len >= h->strings_len ||
+                                           s[x->target_off + x->target_len] != 0))
+            return 0;
+    }
+    return placed == h->n_children;
+}
+
 #ifndef HFS3_SHIM_BUILD
 struct hfs3_manifest;
 struct hfs3_cache;

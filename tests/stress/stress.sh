@@ -4,7 +4,8 @@
 # of each kind were injected: a flipped byte, a connection reset mid-body (cut), a body closed early (truncate),
 # a body that stalls with the connection open (stall, HFS3_LOW_SPEED_TIME=1), 500 InternalError and 503 SlowDown;
 # the server killed (-9) and restarted STRESS_FAULTS times under running loads; STRESS_KILLS (20) `kill -9`s of
-# the helper at random moments; a full disk (tmpfs, as root); and every shared-cache attack (t_cache_attacks). Prints one table: faults injected, loads
+# the helper at random moments; a full disk (tmpfs, as root); every shared-cache attack (t_cache_attacks); and the
+# thread pile-up and fork stress of tests/stress/pileup.sh (1,024 threads on cold files, fork while they wait). Prints one table: faults injected, loads
 # started, completed, failed, and wrong bytes served (bytes in the cache that differ from the model: must be 0).
 # Exit 1 when a wrong byte was served, a load failed where it must heal, or a check of the kill trials failed.
 # Run as root (the disk-full part mounts a tmpfs in the work dir and unmounts it).
@@ -170,6 +171,20 @@ else
 fi
 rm -rf "$ATKWORK"
 
+# the thread pile-up and fork stress with the real helper (tests/stress/pileup.sh; STRESS_PILE_ROUNDS=0 leaves it out)
+PILENOTE="thread pile-up and fork stress: left out (STRESS_PILE_ROUNDS=0)"
+if [ "${STRESS_PILE_ROUNDS:-5}" != 0 ]; then
+  PILEWORK=$(mktemp -d "${TMPDIR:-/tmp}/hfs3-stress-pileup.XXXXXX")
+  if WORK=$PILEWORK HFS3_SHIM=${HFS3_SHIM:-$ROOT/$BUILD/lib/libhfs3shim.so} bash "$ROOT/tests/stress/pileup.sh" \
+       >"$WORK/pileup.log" 2>&1; then
+    PILENOTE=$(tail -1 "$WORK/pileup.log")
+  else
+    PILENOTE="FAILED: $(grep -m1 '^  \(hung\|failed\)' "$WORK/pileup.log"); $(tail -1 "$WORK/pileup.log")"
+    bad=1
+  fi
+  rm -rf "$PILEWORK"
+fi
+
 echo
 echo "hfs3 stress: model $model_bytes bytes (4 files, 8 MiB chunk digests), $HFS3_CONNECTIONS connections, $(date -u +%F)"
 echo "| fault                              | faults | loads | completed | failed | wrong bytes |"
@@ -178,5 +193,6 @@ printf '%s\n' "${ROWS[@]}"
 echo "$KILLNOTE"
 echo "$DISKNOTE"
 echo "$ATKNOTE"
+echo "$PILENOTE"
 [ "$bad" = 0 ] && echo "stress: ok" || echo "stress: FAILED"
 [ "$bad" = 0 ]

@@ -5,13 +5,18 @@
  * function: the directory's own order, and fts_accpath printed), comfollow, nostat, seedot, xdev, skip (fts_set FTS_SKIP on a directory
  * named "dir"), again (FTS_AGAIN on the first "a.txt"), follow (FTS_FOLLOW on every symlink), children
  * (fts_children at every directory, and before the first fts_read), nameonly (the same with FTS_NAMEONLY),
- * fts64 (the fts64_* names, FTS_LOGICAL). Sizes are printed for files and symlinks (not with FTS_NOSTAT). */
+ * fts64 (the fts64_* names, FTS_LOGICAL), cwd (FTS_PHYSICAL without FTS_NOCHDIR, as du and find do: each line adds
+ * fts_accpath, getcwd() and whether open(fts_accpath) works; after fts_close, the cwd again), many (3,000 handles
+ * open at once on the roots, each read once: how many fts_open or fts_read refused). Sizes are printed for files
+ * and symlinks (not with FTS_NOSTAT). */
 #include <errno.h>
 #include <fts.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *iname(int i)
 {
@@ -29,7 +34,7 @@ static int byname64(const FTSENT64 **a, const FTSENT64 **b)
     return strcmp((*a)->fts_name, (*b)->fts_name);
 }
 
-static int nostat, acc;
+static int nostat, acc, cwd;
 
 static void show(const char *tag, const FTSENT *p)
 {
@@ -42,6 +47,16 @@ static void show(const char *tag, const FTSENT *p)
         printf(" %s", strerrorname_np(p->fts_errno));
     if (acc)   /* glibc's walk chdirs: fts_accpath is the name; the shim's is the path */
         printf(" acc=%s", p->fts_accpath);
+    if (cwd) {
+        char here[4096];
+        printf(" acc=%s cwd=%s", p->fts_accpath, getcwd(here, sizeof here) ? here : strerrorname_np(errno));
+        if (p->fts_info == FTS_F || p->fts_info == FTS_D) {
+            int fd = open(p->fts_accpath, O_RDONLY);
+            printf(" open=%s", fd >= 0 ? "ok" : strerrorname_np(errno));
+            if (fd >= 0)
+                close(fd);
+        }
+    }
     printf("\n");
 }
 
@@ -79,6 +94,21 @@ int main(int argc, char **argv)
     char **roots = argv + 2;
     if (!strcmp(mode, "fts64"))
         return walk64(roots);
+    if (!strcmp(mode, "many")) {
+        enum { N = 3000 };
+        static FTS *h[N];
+        int bad_open = 0, bad_read = 0;
+        for (int i = 0; i < N; i++)
+            if (!(h[i] = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR, byname)))
+                bad_open++;
+            else if (!fts_read(h[i]))
+                bad_read++;
+        for (int i = 0; i < N; i++)
+            if (h[i])
+                fts_close(h[i]);
+        printf("many %d: %d fts_open failed, %d fts_read failed\n", N, bad_open, bad_read);
+        return bad_open || bad_read;
+    }
     int opt = FTS_PHYSICAL;
     int (*cmp)(const FTSENT **, const FTSENT **) = byname;
     if (!strcmp(mode, "log"))
@@ -93,6 +123,8 @@ int main(int argc, char **argv)
         opt |= FTS_SEEDOT;
     else if (!strcmp(mode, "xdev"))
         opt |= FTS_XDEV;
+    else if (!strcmp(mode, "cwd"))
+        cwd = 1;
     FTS *sp = fts_open(roots, opt, cmp);
     if (!sp) {
         printf("fts_open: %s\n", strerrorname_np(errno));
@@ -117,5 +149,10 @@ int main(int argc, char **argv)
     printf("end %s\n", e ? strerrorname_np(e) : "0");
     if (fts_set(sp, NULL, 99) != 1 || errno != EINVAL)
         printf("fts_set(99): not EINVAL\n");
-    return fts_close(sp) != 0 || e;
+    int rc = fts_close(sp) != 0 || e;
+    if (cwd) {
+        char here[4096];
+        printf("after fts_close: cwd=%s\n", getcwd(here, sizeof here) ? here : strerrorname_np(errno));
+    }
+    return rc;
 }

@@ -342,10 +342,98 @@ out:
     remove_root();
 }
 
+/* A copy of the index at p with one corruption applied by fn (entries and children table at e, k). */
+typedef void (*corrupt_fn)(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x);
+static int check_corrupt(const struct ix *x, corrupt_fn fn)
+{
+    void *copy = NULL;
+    if (posix_memalign(&copy, 8, x->len))
+        return -1;
+    memcpy(copy, x->base, x->len);
+    struct hfs3_index_header *h = copy;
+    fn((struct hfs3_index_entry *)((char *)copy + h->entries_off), (uint32_t *)((char *)copy + h->children_off), x);
+    int ok = hfs3_index_check(copy, x->len);
+    free(copy);
+    return ok;
+}
+
+/* dir/sub's run lists "dir": dir/sub/dir/sub/... forever (what os.walk(followlinks=True) recursed into) */
+static void c_cycle_kid(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    k[e[ix_find(x, "dir/sub")].child_first] = ix_find(x, "dir");
+}
+/* the same cycle, the parents made to agree with it: dir's parent is dir/sub, which is in dir's run */
+static void c_cycle_parent(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    uint32_t d = ix_find(x, "dir"), s = ix_find(x, "dir/sub"), c = ix_find(x, "dir/sub/c.txt");
+    k[e[s].child_first] = d;   /* dir/sub lists dir, and the root no longer does (c.txt takes its place) */
+    for (uint32_t j = 0; j < e[0].child_count; j++)
+        if (k[e[0].child_first + j] == d)
+            k[e[0].child_first + j] = c;
+    e[d].parent = s;
+    e[c].parent = 0;
+}
+/* a directory listed twice in its parent's run (another entry dropped) */
+static void c_twice(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    uint32_t d = ix_find(x, "dir");
+    k[e[d].child_first + 1] = k[e[d].child_first];
+}
+/* a file with children (the run of dir/sub) */
+static void c_file_kids(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    (void)k;
+    uint32_t a = ix_find(x, "a.txt"), s = ix_find(x, "dir/sub");
+    e[a].child_first = e[s].child_first;
+    e[a].child_count = e[s].child_count;
+}
+/* two runs overlap: the root's run claims one entry more, dir's one less */
+static void c_overlap(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    (void)k;
+    (void)x;
+    e[0].child_count++;
+}
+static void c_none(struct hfs3_index_entry *e, uint32_t *k, const struct ix *x)
+{
+    (void)e;
+    (void)k;
+    (void)x;
+}
+
+/* The reader's check (hfs3_index_check, the shim's before it maps an index in) takes the writer's index and
+ * refuses every children table that is not a tree. */
+static void check_tree_rule(void)
+{
+    make_root();
+    hfs3_manifest *m = small_manifest("flat");
+    char mdir[128], p[256];
+    snprintf(mdir, sizeof mdir, "%s/mounts", root);
+    CHECK_EQ_INT(mkdir(mdir, 0700), 0);
+    snprintf(mdir, sizeof mdir, "%s/mounts/0123456789abcdef", root);
+    CHECK_EQ_INT(mkdir(mdir, 0700), 0);
+    CHECK_EQ_INT(m ? hfs3_index_install(m, mdir) : -1, 0);
+    snprintf(p, sizeof p, "%s/index", mdir);
+    struct ix x;
+    ix_map(p, &x);
+    if (x.ok) {
+        CHECK_EQ_INT(check_corrupt(&x, c_none), 1);
+        CHECK_EQ_INT(check_corrupt(&x, c_cycle_kid), 0);
+        CHECK_EQ_INT(check_corrupt(&x, c_cycle_parent), 0);
+        CHECK_EQ_INT(check_corrupt(&x, c_twice), 0);
+        CHECK_EQ_INT(check_corrupt(&x, c_file_kids), 0);
+        CHECK_EQ_INT(check_corrupt(&x, c_overlap), 0);
+    }
+    ix_unmap(&x);
+    hfs3_manifest_free(m);
+    remove_root();
+}
+
 int main(void)
 {
     TEST(check_entries);
     TEST(check_modes);
     TEST(check_reinstall);
+    TEST(check_tree_rule);
     return t_done("test_index");
 }
