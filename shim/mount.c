@@ -209,7 +209,7 @@ static void load_now(struct sh_mount *m)
 }
 
 /* A vfork child (subprocess(cwd=M/dirlink) before the parent looked at the mount): a cached index that needs no
- * refresh (HFS3_OFFLINE=1, or younger than the TTL), the user's or root's and writable by no one else, is mapped
+ * refresh (HFS3_OFFLINE=1, or younger than the TTL), that no one else could have written (load()'s rule), is mapped
  * as load() maps it, with no lock, helper, log line or allocation; the child shares the parent's memory, so the
  * parent finds the mount loaded. Every system call comes before the mount is claimed, and the claim, the fields
  * and the release follow with none in between. 0 once loaded, -EAGAIN when it cannot be done here. */
@@ -229,14 +229,15 @@ static int vfork_map(struct sh_mount *m)
     uid_t me = geteuid();
     void *base = MAP_FAILED;
     if (sh_r.fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_uid == me || st.st_uid == 0) &&
-        !(st.st_mode & S_IWOTH) && st.st_size > 0 && sh_r.stat(t->b, &dst) == 0 &&
+        !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_nlink == 1 && st.st_size > 0 && sh_r.stat(t->b, &dst) == 0 &&
+        !(sh_verify_foreign && index_foreign(m->dir)) &&
         (sh_offline || (now - st.st_mtime < sh_ttl && now >= st.st_mtime)))
         base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     sh_r.close(fd);
     if (base == MAP_FAILED)
         return -EAGAIN;
     int z = 0;
-    if (!index_valid(base, (size_t)st.st_size) ||
+    if (!hfs3_index_check(base, (size_t)st.st_size) ||
         !__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         munmap(base, (size_t)st.st_size);
         return __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 ? 0 : -EAGAIN;
