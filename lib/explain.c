@@ -61,6 +61,17 @@ static int refused_code(const char *msg)
     return 0;
 }
 
+/* curl's failures to reach the server at all (a server down, a wrong host or port). */
+static int unreachable(const char *msg)
+{
+    static const char *const what[] = {"Couldn't connect to server", "Could not resolve host",
+                                       "Couldn't resolve host", "Connection refused", "No route to host"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
+        if (strstr(msg, what[i]))
+            return 1;
+    return 0;
+}
+
 int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
 {
     if (rc >= 0 || !r)
@@ -92,6 +103,10 @@ int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
         else
             hfs3_err(rc, "%s: %s: no credentials were found for %s, so the request was anonymous: set its keys "
                      "(see hfs3-manifest --help, REMOTE)", r->spec, msg, r->spec);
+    } else if (unreachable(msg)) {
+        /* curl's words say what failed, not what to do about it */
+        hfs3_err(rc, "%s: %s: is the server at %s up and reachable from here? if so, check the endpoint of %s",
+                 r->spec, msg, r->endpoint, r->spec);
     } else if (strncmp(msg, r->spec, strlen(r->spec)) != 0 || msg[strlen(r->spec)] != ':') {
         hfs3_err(rc, "%s: %s", r->spec, msg);
     }

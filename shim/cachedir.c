@@ -153,9 +153,27 @@ static int check_dir(const char *dir, const char **why)
         *why = "writable by others";
         return -EPERM;
     }
+    /* the helper's words (lib/cache.c) rather than "Permission denied": whose it is and what to do; decide()
+     * runs once per process, so one static buffer serves */
+    static char whybuf[400];
+    int shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+    if (st.st_uid != me && !shared) {
+        snprintf(whybuf, sizeof whybuf, "belongs to uid %u, not to you (uid %u): a private cache must be yours "
+                 "(use a cache of your own; or share one: install -d -m 3770 -g GROUP DIR, or on Kubernetes give "
+                 "the pod an fsGroup)", (unsigned)st.st_uid, (unsigned)me);
+        *why = whybuf;
+        return -EPERM;
+    }
     if (sh_r.access(dir, W_OK | X_OK) < 0) {
-        *why = strerror(errno);
-        return -errno;
+        int e = errno;
+        if (e == EACCES && shared) {
+            snprintf(whybuf, sizeof whybuf, "shared with group %u, which uid %u is not in (check the server's "
+                     "groups, e.g. the pod's fsGroup)", (unsigned)st.st_gid, (unsigned)me);
+            *why = whybuf;
+        } else {
+            *why = strerror(e);
+        }
+        return -e;
     }
     return 0;
 }

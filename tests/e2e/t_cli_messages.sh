@@ -86,6 +86,33 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   ok "a cache that cannot be created: the mkdir and its cause, and what to set"
 fi
 
+# issue 24 §3.8: the next step for a server that is down, a misspelt s3://, a missing RCLONE_CONFIG file
+RCLONE_CONFIG_DOWN_TYPE=s3 RCLONE_CONFIG_DOWN_ENDPOINT=http://127.0.0.1:1 expect_exit 1 "a server that is down" "$H" show down:b/p
+grep -q "^hfs3-manifest show: down:b/p: s3: GET b/p/.hfs3/manifest.json: .*: is the server at http://127.0.0.1:1 up and reachable from here? if so, check the endpoint of down:b/p$" "$WORK/err" ||
+  { cat "$WORK/err"; fail "server down: no next step"; }
+one_line "$WORK/err"
+expect_exit 2 "s3:/ for s3://" "$H" show s3:/models/m1
+grep -qxF "hfs3-manifest show: s3:/models/m1: remote s3: not found in rclone config $RCLONE_CONFIG (nor RCLONE_CONFIG_S3_TYPE); did you mean s3://models/m1?" "$WORK/err" ||
+  { cat "$WORK/err"; fail "s3:/: no hint"; }
+RCLONE_CONFIG=$WORK/no-such.conf expect_exit 2 "a missing RCLONE_CONFIG" "$H" show conf:models/m1
+grep -qxF "hfs3-manifest show: conf:models/m1: remote conf: the rclone config file $WORK/no-such.conf (RCLONE_CONFIG) does not exist, and RCLONE_CONFIG_CONF_TYPE is not set: fix RCLONE_CONFIG or define the remote with RCLONE_CONFIG_CONF_* variables" "$WORK/err" ||
+  { cat "$WORK/err"; fail "missing RCLONE_CONFIG: not said"; }
+ok "a server that is down, s3:/ for s3://, a missing RCLONE_CONFIG file: each says what to do"
+
+# issue 24 §3.1: run --mount with a remote this process cannot resolve (a server without the remote's
+# variables, fed by an init container) runs from the cache as the shim alone does; nothing cached: one line
+if [ -n "${HFS3_SHIM:-}" ] && [ -f "$HFS3_SHIM" ]; then
+  noremote=(env -u RCLONE_CONFIG_S3TEST_TYPE -u RCLONE_CONFIG_S3TEST_ENDPOINT -u RCLONE_CONFIG_S3TEST_ACCESS_KEY_ID
+    -u RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY HFS3_OFFLINE=1)
+  expect_exit 0 "run offline without the remote's variables" "${noremote[@]}" "$H" run --mount "$WORK/mnt/m1=s3test:models/m1" -- \
+    cat "$WORK/mnt/m1/config.json"
+  cmp -s "$WORK/out" "$WORK/m/config.json" || { cat "$WORK/out" "$WORK/err"; fail "run offline: wrong content"; }
+  expect_exit 2 "run offline, nothing cached" "${noremote[@]}" "$H" run --mount "$WORK/mnt/x=s3test:models/nomanifest" -- true
+  grep -qxF "hfs3-manifest run: --mount '$WORK/mnt/x=s3test:models/nomanifest': remote s3test: not found in rclone config $RCLONE_CONFIG (nor RCLONE_CONFIG_S3TEST_TYPE) (and no manifest of it is cached here)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "run, nothing cached: message"; }
+  ok "run --mount offline without the remote's variables: served from the cache; nothing cached: one line"
+fi
+
 # fetch counts failed files and exits 1
 rm -rf "$HFS3_CACHE_DIR"
 "$HFS3_ROOT/$BUILD/tools/s3cli" rm models/m1/tokenizer.json >/dev/null 2>&1 || rclone deletefile s3test:models/m1/tokenizer.json

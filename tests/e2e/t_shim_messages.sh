@@ -36,4 +36,9 @@ shim_check "HFS3_LOG=debug: which helper and why" grep -q "^hfs3: helper: $HFS3_
 
 err=$(HFS3_MOUNTS="nonsense;also-bad" LD_PRELOAD=$HFS3_SHIM cat "$WORK/afile" 2>&1); echo "$err"
 shim_check "HFS3_MOUNTS with no valid mount: said once" test "$(grep -c '^hfs3: HFS3_MOUNTS: ignoring "nonsense"' <<<"$err")" = 1
+# issue 24 §3.8: blanks around '=' (a silent ENOENT before), and which mount an overlapping one overlaps
+err=$(HFS3_MOUNTS="$M/flat = s3test:models/flat" LD_PRELOAD=$HFS3_SHIM cat "$WORK/afile" 2>&1); echo "$err"
+shim_check "HFS3_MOUNTS with blanks around '=': said" test "$err" = "hfs3: HFS3_MOUNTS: ignoring \"$M/flat = s3test:models/flat\" (a blank around '=': write /LOCALPATH=REMOTE with no blanks)"
+err=$(HFS3_MOUNTS="$M/flat=s3test:models/flat;$M/flat/sub=s3test:models/none" LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "overlapping mounts: names the mount overlapped" grep -qxF "hfs3: HFS3_MOUNTS: $M/flat/sub overlaps the mount $M/flat=s3test:models/flat: ignored (mounts may not nest or repeat)" <<<"$err"
 exit $((SHIM_FAILS > 0))
