@@ -92,6 +92,11 @@ int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
     } else if (rc == -EBADMSG && strstr(msg, "sha256 mismatch")) {
         hfs3_err(rc, "%s: %s: the object changed since the manifest was built, or was damaged; run hfs3-manifest "
                  "build %s if the change is wanted", r->spec, msg, r->spec);
+    } else if (rc == -ESTALE && strstr(msg, "changed since the manifest was built")) {
+        /* fetch.c's If-Match saw another ETag: what to run is the same as for other bytes */
+        int named = !strncmp(msg, r->spec, strlen(r->spec)) && msg[strlen(r->spec)] == ':';
+        hfs3_err(rc, "%s%s%s; run hfs3-manifest build %s (hfs3-manifest verify %s lists every difference)",
+                 named ? "" : r->spec, named ? "" : ": ", msg, r->spec, r->spec);
     } else if (refused_code(msg)) {
         /* the message s3.c wrote names the request, the status and S3's code; cut S3's long prose */
         char *prose = strstr(msg, "SignatureDoesNotMatch: ");

@@ -120,6 +120,7 @@ expect_exit 1 "fetch with a missing object" "$H" fetch s3test:models/m1
 grep -q "^s3test:models/m1: 4 files, .* 1 failed$" "$WORK/out" || { cat "$WORK/out"; fail "summary does not count the failure"; }
 grep -q "^hfs3-manifest fetch: s3test:models/m1: s3://models/m1/tokenizer.json is gone (404 NoSuchKey): the prefix changed since the manifest was built; run hfs3-manifest build s3test:models/m1" "$WORK/err" ||
   { cat "$WORK/err"; fail "the failed file is not named with what to do"; }
-grep -q "^hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed" "$WORK/err" || { cat "$WORK/err"; fail "failure line"; }
+grep -qxF "hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed (each named above): the prefix changed since the manifest was built; run hfs3-manifest build s3test:models/m1, then fetch again" "$WORK/err" ||
+  { cat "$WORK/err"; fail "failure line: the next step is build"; }
 ok "fetch: the summary counts failed files, exit 1"
 echo "all ok"
