@@ -585,6 +585,30 @@ static const char *detect_layout(build_state *st)
     return blobs && snaps && refs ? "hf-cache" : "flat";
 }
 
+/* An HF cache repository uploaded without --links: rclone skips symlinks by default, and every file under
+ * snapshots/ is one, so blobs/ (named by digest) and refs/ arrive and snapshots/ does not. A flat manifest of
+ * that is of no use to a loader (and would stream-hash every blob). */
+static int links_skipped(build_state *st)
+{
+    int blobs = 0, refs = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const char *rel = st->items[i].rel;
+        if (hfs3_starts_with(rel, "snapshots/"))
+            return 0;
+        if (hfs3_starts_with(rel, "blobs/") && !st->items[i].is_link) {
+            size_t n = strlen(rel + 6), k = strspn(rel + 6, "0123456789abcdef");
+            if (k != n || (n != 64 && n != 40))
+                return 0; /* a folder that merely has a blobs/ */
+            blobs = 1;
+        }
+        refs |= hfs3_starts_with(rel, "refs/");
+    }
+    for (size_t i = 0; i < st->ndirs; i++)
+        if (hfs3_starts_with(st->dirs[i], "snapshots"))
+            return 0;
+    return blobs && refs;
+}
+
 /* The manifest of the items (every sha256 and link target known by now) and the directory markers. Pure: no I/O.
  * On success *out is the caller's. A document readers would reject is a problem line and -EINVAL. */
 static int make_manifest(build_state *st, const char *layout, const char *revision, hfs3_manifest **out)
@@ -671,6 +695,13 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
         goto done;
     }
     const char *layout = o->layout && strcmp(o->layout, "auto") ? o->layout : detect_layout(&st);
+    if ((!o->layout || !strcmp(o->layout, "auto")) && links_skipped(&st)) {
+        jobs_problem(problems, "%s: blobs/ and refs/ but no snapshots/: an HF cache repository uploaded without its "
+                     "symlinks (rclone skips them unless told); upload it again with rclone copy --links "
+                     "LOCAL_REPO %s, then build (or build --layout flat to take it as it is)", r->spec, r->spec);
+        rc = -EINVAL;
+        goto done;
+    }
 
     if (o->local_dir && (rc = check_local(&st, &list, problems)) < 0)
         goto done;
