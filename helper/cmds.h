@@ -28,6 +28,10 @@ int cmd_progress_wanted(void);                   /* 1 when stderr is a terminal 
 void cmd_progress(void *ud, const char *phase, uint64_t done, uint64_t total, size_t files_done,
                   size_t files_total);
 void cmd_progress_end(void);
+/* cmd_show.c: after a manifest GET failed with rc, when the prefix is a hub, words the error to advise
+ * `build --all` (the message is left alone otherwise). */
+struct hfs3_remote;
+void cmd_hub_advice(const struct hfs3_remote *r, int rc);
 /* Parses REMOTE, printing the error; returns NULL (exit 2) when it is malformed. */
 struct hfs3_remote;
 struct hfs3_remote *cmd_remote(const char *spec);
