@@ -77,19 +77,20 @@ static char *preload_with(const char *shim)
  * them: the shim then serves the mount without resolving the remote. */
 static int cached_mount(const char *spec)
 {
-    char *dir = hfs3_cache_dir_from_env();
-    if (!dir) {
-        hfs3_err_clear();
-        return 0;
-    }
+    /* the default cache, or its fallback when the default cannot be used (hfs3_cache_open's rule) */
+    const char *set = getenv("HFS3_CACHE_DIR");
+    char *dirs[2] = {hfs3_cache_dir_from_env(), set && *set ? NULL : hfs3_cache_dir_fallback()};
+    hfs3_err_clear();
     char key[17], path[PATH_MAX];
     hfs3_mountkey(spec, key);
     int found = 0;
     const char *names[] = {"index", "repos"};
-    for (int i = 0; i < 2 && !found; i++)
-        found = (size_t)snprintf(path, sizeof path, "%s/mounts/%s/%s", dir, key, names[i]) < sizeof path &&
-                access(path, R_OK) == 0;
-    free(dir);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 2 && !found && dirs[d]; i++)
+            found = (size_t)snprintf(path, sizeof path, "%s/mounts/%s/%s", dirs[d], key, names[i]) < sizeof path &&
+                    access(path, R_OK) == 0;
+    free(dirs[0]);
+    free(dirs[1]);
     return found;
 }
 

@@ -78,12 +78,28 @@ ok "HFS3_OFFLINE and HFS3_VERIFY_FOREIGN: 1/0, true/false, yes/no, on/off; anyth
 # a cache that cannot be created: the cause, and what to do
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   chmod 0755 "$WORK" "$WORK/home"; chmod 0644 "$RCLONE_CONFIG"
-  setpriv --reuid=65534 --regid=65534 --clear-groups env -u HFS3_CACHE_DIR -u XDG_CACHE_HOME HOME=/ \
-    "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" && fail "a cache under HOME=/ as nobody"
-  grep -q "^hfs3-manifest fetch: cache directory //.cache/hfs3 cannot be created (set HFS3_CACHE_DIR to a directory you can create.*mkdir //.cache: Permission denied" "$WORK/err" ||
-    { cat "$WORK/err"; fail "HOME=/ message"; }
+  # an explicit HFS3_CACHE_DIR that cannot be created: an error (the user asked for that one)
+  setpriv --reuid=65534 --regid=65534 --clear-groups env HFS3_CACHE_DIR=/proc/hfs3-none/cache \
+    "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" && fail "an HFS3_CACHE_DIR that cannot be created"
+  grep -q "^hfs3-manifest fetch: cache directory /proc/hfs3-none/cache cannot be created (set HFS3_CACHE_DIR to a directory you can create.*mkdir /proc/hfs3-none: " "$WORK/err" ||
+    { cat "$WORK/err"; fail "HFS3_CACHE_DIR message"; }
   one_line "$WORK/err"
   ok "a cache that cannot be created: the mkdir and its cause, and what to set"
+  # issue 24 §3.7: the default cache of uid 65534 with HOME=/ (as in a container): fetch falls back to
+  # $TMPDIR/hfs3-<uid> with one warning, as the shim does, so a server through the shim reads what fetch cached
+  mkdir -m 1777 "$WORK/tmpfb"
+  nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env -u HFS3_CACHE_DIR -u XDG_CACHE_HOME HOME=/ TMPDIR="$WORK/tmpfb")
+  "${nobody[@]}" "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "fetch as nobody with HOME=/"; }
+  grep -qxF "hfs3: warning: cache directory //.cache/hfs3 cannot be created (set HFS3_CACHE_DIR to a directory you can create, or create it: install -d -m 700 DIR): mkdir //.cache: Permission denied; using $WORK/tmpfb/hfs3-65534 (set HFS3_CACHE_DIR to choose)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "HOME=/: the fallback's warning"; }
+  one_line "$WORK/err"
+  [ "$(stat -c '%u %a' "$WORK/tmpfb/hfs3-65534")" = "65534 700" ] || fail "the fallback is not a private directory"
+  if [ -n "${HFS3_SHIM:-}" ] && [ -f "$HFS3_SHIM" ]; then
+    "${nobody[@]}" HFS3_OFFLINE=1 HFS3_LOG=error HFS3_HELPER="$H" HFS3_MOUNTS="$WORK/mnt/fb=s3test:models/m1" \
+      LD_PRELOAD="$HFS3_SHIM" cat "$WORK/mnt/fb/config.json" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "the shim in the same fallback"; }
+    cmp -s "$WORK/out" "$WORK/m/config.json" || fail "the shim read other bytes from the fallback"
+  fi
+  ok "the default cache with HOME=/: fetch and the shim use the same \$TMPDIR/hfs3-<uid>, one warning"
 fi
 
 # issue 24 §3.8: the next step for a server that is down, a misspelt s3://, a missing RCLONE_CONFIG file
