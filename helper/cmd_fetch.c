@@ -22,6 +22,7 @@
 #include "hfs3/hub.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
+#include "hfs3/progress.h"
 #include "hfs3/util.h"
 
 static void errline(const char *msg) { cmd_err("%s", msg); }
@@ -432,6 +433,11 @@ static void *fetch_files_run(void *arg)
             return NULL;
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
+        if (p->on) {
+            pthread_mutex_lock(&p->mu);
+            cmd_progress_file(e->path);   /* the one downloading now: the other lane only finishes its tail */
+            pthread_mutex_unlock(&p->mu);
+        }
         hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
         int rc = fetch_entry(ff->c, ff->r, ff->m, e, &o, &res);
         slot_release(l);   /* cached, failed, or never downloaded here */
@@ -445,7 +451,7 @@ static void *fetch_files_run(void *arg)
                 hfs3_debug("_prefetch %s: fetched %s", ff->prefetch, e->path);
         } else if (rc < 0) {
             if (p->on)
-                cmd_progress_end();
+                cmd_progress_clear();
             errline(hfs3_errmsg());
             ff->failed++;
             ff->stale += is_stale(rc);
@@ -565,7 +571,8 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         errline("out of memory");
         goto out;
     }
-    fetch_progress p = {.on = cmd_progress_wanted(), .files_total = n};
+    fetch_progress p = {.on = 1, .files_total = n};   /* a bar on a terminal, else a line every few seconds */
+    cmd_progress_plain(1);
     pthread_mutex_init(&p.mu, NULL);
     for (size_t k = 0; k < n; k++)
         p.total += m->entries[order[k]].size;
@@ -578,8 +585,10 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     if (p.on)
         cmd_progress_end();
     double secs = hfs3_now() - t0;
-    printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s, "
-           "%zu failed\n", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
+    char hf[24], hc[24], hr[24];
+    printf("%s: %zu files, %s fetched, %s already cached, %.1f s, %s, %zu failed\n", spec, n,
+           hfs3_human_bytes(fetched, hf, sizeof hf), hfs3_human_bytes(cached, hc, sizeof hc), secs,
+           hfs3_human_rate(secs > 0 ? (double)fetched / secs : 0.0, hr, sizeof hr), failed);
     fflush(stdout);
     if (failed && ff.stale)
         /* fetch refreshed the manifest first: the one in S3 no longer matches its prefix */

@@ -125,7 +125,7 @@ v=$(volume key 0777)
 env HFS3_CACHE_DIR="$v/hfs3" "$HFS3_BIN" fetch s3test:models//m1// >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "fetch with slashes"; }
 for spec in s3test:models/m1 s3test:models/m1/ "s3test:models//m1"; do
   env HFS3_CACHE_DIR="$v/hfs3" HFS3_OFFLINE=1 "$HFS3_BIN" fetch "$spec" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "offline fetch $spec"; }
-  grep -q ": 4 files, 0 bytes fetched" "$WORK/out" || fail "offline $spec: $(cat "$WORK/out")"
+  grep -q ": 4 files, 0 B fetched" "$WORK/out" || fail "offline $spec: $(cat "$WORK/out")"
 done
 ok "REMOTE spellings with trailing and doubled slashes share one cache entry"
 echo "all ok"
