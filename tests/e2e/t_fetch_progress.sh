@@ -12,7 +12,8 @@ cleanup() { $TM kill-server 2>/dev/null || true; stop_proxies; s3env_stop; }
 s3env_start "$WORK"; trap cleanup EXIT
 fetch_model "$WORK/m"
 fetch_publish "$WORK/m" s3test:models/m1
-start_proxy slow $((3 << 20))
+start_proxy slow $((3 << 20))    # about 7 s: a plain line comes every 5 s
+start_proxy quick $((8 << 20))   # about 3 s: the bar is there from the start
 export HFS3_CONNECTIONS=2
 total=$(human_bytes "$(cat "$WORK"/m/config.json "$WORK"/m/tokenizer.json "$WORK"/m/model.safetensors | wc -c)")
 
@@ -28,7 +29,7 @@ ok "not a terminal: $(grep -c . "$WORK/err") plain progress line(s), e.g. '$(hea
 
 # a terminal 40 columns wide: one line with the bar, the percent and the ETA, within the width, no wrap
 command -v tmux >/dev/null || skip_test fetch-progress-tty "no tmux"
-$TM new-session -d -x 40 -y 6 "env HFS3_CACHE_DIR=$WORK/c2 $HFS3_BIN fetch slow:models/m1 2>&1; echo EXIT=\$?; sleep 60"
+$TM new-session -d -x 40 -y 6 "env HFS3_CACHE_DIR=$WORK/c2 $HFS3_BIN fetch quick:models/m1 2>&1; echo EXIT=\$?; sleep 60"
 seen=""
 for i in $(seq 1 300); do
   $TM capture-pane -p >"$WORK/pane" 2>/dev/null || true; cat "$WORK/pane" >>"$WORK/allpanes"
@@ -41,6 +42,6 @@ cat "$WORK/pane.bar"
 awk 'length($0) > 39 { bad = 1 } END { exit bad }' "$WORK/pane.bar" || fail "a line of the display reaches the last column"
 [ "$(grep -c . "$WORK/pane.bar")" = 1 ] || fail "the display takes more than one line (it wrapped or scrolled)"
 grep -q '^EXIT=0$' "$WORK/pane" || { cat "$WORK/pane"; fail "fetch in the terminal"; }
-grep -q '^slow:models/m1: 4 files, ' "$WORK/pane" || { cat "$WORK/pane"; fail "the bar was not cleared before the summary"; }
+grep -q '^quick:models/m1: 4 files, ' "$WORK/pane" || { cat "$WORK/pane"; fail "the bar was not cleared before the summary"; }
 ok "a 40-column terminal: one bar line within the width, '$(grep . "$WORK/pane.bar")'"
 echo "all ok"
