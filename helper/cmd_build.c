@@ -189,9 +189,10 @@ int cmd_build(int argc, char **argv)
     }
     fprintf(summary,
             "%s (%s): %zu files, %zu directories, %zu symlinks, %llu bytes; sha256 from %zu local files, "
-            "%zu LFS names, %zu metadata, %zu S3 streams%s\n",
+            "%zu LFS names, %zu metadata, %zu S3 streams%s%s\n",
             r->spec, m->layout, files, dirs, links, (unsigned long long)bytes, st.from_local, st.from_lfs_name,
-            st.from_metadata, st.from_s3, where);
+            st.from_metadata, st.from_s3, st.metadata_outdated ? " (.metadata of a file changed since, or of "
+            "unknown mtime, not used)" : "", where);
     status = 0;
 done:
     hfs3_buf_free(&problems);

@@ -19,6 +19,7 @@
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
 #include "hfs3/gc.h"
+#include "hfs3/hub.h"
 #include "hfs3/index.h"
 #include "hfs3/explain.h"
 #include "hfs3/util.h"
@@ -226,6 +227,53 @@ static void group_aliases(const cmd_snap *s, const hfs3_gc_mount *head, cJSON *j
     }
 }
 
+/* A hub mount (mounts/K/repos, no manifest of its own: README "One mount for a whole hub"): its repositories, each
+ * with the usage of its own mount (REMOTE/NAME) when fetched. Text: lines under the hub's; JSON: into j.
+ * 0 when m is no hub. */
+static int hub_report(cmd_snap *s, const hfs3_gc_mount *m, const char *name, cJSON *j)
+{
+    char **names = NULL;
+    size_t nn = 0, fetched = 0;
+    if (m->m || !m->remote || hfs3_hub_load(s->c, m->remote, &names, &nn) < 0) {
+        hfs3_err_clear();
+        return 0;
+    }
+    cJSON *arr = j ? cJSON_AddArrayToObject(j, "repositories") : NULL;
+    hfs3_gc_usage *u = calloc(nn ? nn : 1, sizeof *u);
+    unsigned char *have = calloc(nn ? nn : 1, 1);
+    for (size_t i = 0; u && have && i < nn; i++) {
+        char *rs = hfs3_hub_repo_spec(m->remote, names[i]), key[17];
+        if (!rs)
+            continue;
+        hfs3_mountkey(rs, key);
+        free(rs);
+        for (size_t k = 0; k < s->nm && !have[i]; k++)
+            if (!strcmp(s->m[k].key, key) && s->m[k].m) {
+                hfs3_gc_usage_of(s->m[k].m, NULL, s->b, s->nb, &u[i]);
+                have[i] = 1;
+                fetched++;
+            }
+    }
+    if (!j)
+        printf("%s: a hub of %zu repositories, %zu fetched:\n", name, nn, fetched);
+    for (size_t i = 0; u && have && i < nn; i++) {
+        if (j) {
+            cJSON *r = have[i] ? usage_json(&u[i]) : cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "repository", names[i]);
+            cJSON_AddBoolToObject(r, "fetched", have[i]);
+            cJSON_AddItemToArray(arr, r);
+        } else if (have[i]) {
+            usage_line("  ", names[i], &u[i]);
+        } else {
+            printf("  %s: not fetched\n", names[i]);
+        }
+    }
+    free(u);
+    free(have);
+    hfs3_hub_names_free(names, nn);
+    return 1;
+}
+
 /* Shared by du and status: a JSON array of the mounts (filtered by remote when given), or lines on stdout.
  * Spellings of one endpoint + bucket + prefix are one entry, with the others as its aliases. */
 cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
@@ -260,7 +308,9 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
                 cJSON_AddStringToObject(j, "checked", cmd_when(m->checked, w, sizeof w));
             else
                 cJSON_AddNullToObject(j, "checked");
-            if (!m->m)
+            int hub = hub_report(s, m, name, j);
+            cJSON_AddBoolToObject(j, "hub", hub);
+            if (!m->m && !hub)
                 cJSON_AddStringToObject(j, "manifest_error", m->load_err ? m->load_err : "unreadable");
             if (m->error) {
                 cJSON_AddStringToObject(j, "error", m->error);
@@ -269,7 +319,7 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
             cJSON_AddItemToArray(arr, j);
         } else if (m->m) {
             usage_line("", name, &u);
-        } else {
+        } else if (!hub_report(s, m, name, NULL)) {
             printf("%s: no manifest: %s\n", name, m->load_err ? m->load_err : "unreadable");
         }
         /* per model: the repository folders of a hub mount */

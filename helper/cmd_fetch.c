@@ -25,6 +25,7 @@
 #include "hfs3/index.h"
 #include "hfs3/log.h"
 #include "hfs3/manifest.h"
+#include "hfs3/progress.h"
 #include "hfs3/util.h"
 
 static void errline(const char *msg) { cmd_err("%s", msg); }
@@ -216,6 +217,36 @@ static int lock_fd_sha(int fd, char sha[65])
     return hfs3_is_sha256_hex(sha) ? 0 : -1;
 }
 
+/* A failure that says the prefix no longer holds what the manifest names (an object gone, or other bytes). */
+static int is_stale(int rc) { return rc == -ENOENT || rc == -EBADMSG || rc == -ESTALE; }
+
+/* After a stale failure of entry e (the cached manifest's): revalidates the cached manifest (a conditional GET,
+ * cheap), so that a rebuild made within the TTL reaches the cache now, and rewords the error: when the manifest
+ * was rebuilt, the next step is to open the file again, not to build. Offline: nothing to ask. */
+static void revalidate(const hfs3_cache *c, const hfs3_remote *r, const hfs3_entry *e)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", hfs3_errmsg());
+    hfs3_manifest *nm = NULL;
+    int stale = 0;
+    if (hfs3_env_bool("HFS3_OFFLINE", 0) || hfs3_mount_refresh(c, r, -1, &stale) < 0 || stale ||
+        hfs3_mount_load(c, r->spec, &nm) < 0) {
+        hfs3_manifest_free(nm);
+        hfs3_err(-EIO, "%s", why);
+        return;
+    }
+    const hfs3_entry *ne = hfs3_manifest_find(nm, e->path);
+    if (ne && ne->type == HFS3_SYMLINK && hfs3_manifest_resolve(nm, ne, &ne) < 0)
+        ne = NULL;
+    if (ne && ne->type == HFS3_FILE && !strcmp(ne->sha256, e->sha256))
+        hfs3_err(-EIO, "%s", why); /* the manifest in S3 is the stale one: explain's "run build" holds */
+    else
+        hfs3_err(-ESTALE, "%s: %s: the manifest was rebuilt since it was cached%s; the cache has the new one now: "
+                 "open it again (a running program's mounts reload it within HFS3_MANIFEST_TTL, 60 s by default; "
+                 "a new program's at once)", r->spec, e->path, ne ? "" : " and no longer lists it");
+    hfs3_manifest_free(nm);
+}
+
 int cmd_get(int argc, char **argv)
 {
     int lock_fd;
@@ -254,7 +285,8 @@ int cmd_get(int argc, char **argv)
         goto fail;
     }
     if (lock_sha[0] && strcmp(lock_sha, e->sha256) != 0) {
-        hfs3_err(-ESTALE, "%s: %s: the manifest changed (now sha256 %s) since the caller loaded it", spec, path,
+        hfs3_err(-ESTALE, "%s: %s: the manifest changed (now sha256 %s) since the caller loaded it: open it again "
+                 "(a running program's mounts reload it within HFS3_MANIFEST_TTL, 60 s by default)", spec, path,
                  e->sha256);
         goto fail;
     }
@@ -264,11 +296,19 @@ int cmd_get(int argc, char **argv)
     }
     hfs3_fetch_opts o = {.lock_fd = lock_fd};
     rc = fetch_entry(c, r, m, e, &o, NULL, verify_chunks(1));
-    if (rc < 0)
-        errline(hfs3_errmsg()); /* fetch wrote fails/<sha>.err itself */
-    else
+    if (rc == 0) {
         status = 0;
-    goto out;
+        goto out;
+    }
+    if (rc == -EWOULDBLOCK) {
+        errline(hfs3_errmsg());
+        goto out;
+    }
+    if (is_stale(rc))
+        revalidate(c, r, e);
+    /* the caller (the shim) shows fails/<sha>.err: the worded line with the next step, not fetch.c's */
+    snprintf(lock_sha, sizeof lock_sha, "%s", e->sha256);
+    goto fail;
 fail_sha:
     snprintf(lock_sha, sizeof lock_sha, "%s", e->sha256);
 fail:
@@ -379,7 +419,7 @@ typedef struct fetch_files {
     hfs3_remote *r;
     const hfs3_manifest *m;
     const size_t *order;
-    size_t n, next, failed;
+    size_t n, next, failed, stale; /* stale: failed because the prefix changed (is_stale) */
     uint64_t fetched, cached;
     fetch_progress *p;        /* its mutex guards next and the counts */
     hfs3_fetch_opts o;
@@ -437,6 +477,11 @@ static void *fetch_files_run(void *arg)
             return NULL;
         }
         const hfs3_entry *e = &ff->m->entries[ff->order[k]];
+        if (p->on) {
+            pthread_mutex_lock(&p->mu);
+            cmd_progress_file(e->path);   /* the one downloading now: the other lane only finishes its tail */
+            pthread_mutex_unlock(&p->mu);
+        }
         hfs3_fetch_result res = {0};   /* fetch_entry can fail before hfs3_fetch fills it */
         /* pinned before its fetch: a later file's room is never made by removing it (make_room skips this
          * process's pins), nor by another process's gc. Without a pin (out of descriptors) the check at the
@@ -458,9 +503,10 @@ static void *fetch_files_run(void *arg)
                 hfs3_debug("_prefetch %s: fetched %s", ff->prefetch, e->path);
         } else if (rc < 0) {
             if (p->on)
-                cmd_progress_end();
+                cmd_progress_clear();
             errline(hfs3_errmsg());
             ff->failed++;
+            ff->stale += is_stale(rc);
         } else if (res.cached) {
             ff->cached += e->size;
             p->done += e->size;
@@ -580,7 +626,8 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         errline("out of memory");
         goto out;
     }
-    fetch_progress p = {.on = cmd_progress_wanted(), .files_total = n};
+    fetch_progress p = {.on = 1, .files_total = n};   /* a bar on a terminal, else a line every few seconds */
+    cmd_progress_plain(1);
     for (size_t k = 0; k < n; k++)
         p.total += m->entries[order[k]].size;
     uint64_t max = 0;
@@ -644,13 +691,19 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     if (p.on)
         cmd_progress_end();
     double secs = hfs3_now() - t0;
-    printf("%s: %zu files, %" PRIu64 " bytes fetched, %" PRIu64 " bytes already cached, %.2f s, %.1f MB/s, "
-           "%zu failed", spec, n, fetched, cached, secs, secs > 0 ? (double)fetched / 1e6 / secs : 0.0, failed);
+    char hf[24], hc[24], hr[24];
+    printf("%s: %zu files, %s fetched, %s already cached, %.1f s, %s, %zu failed", spec, n,
+           hfs3_human_bytes(fetched, hf, sizeof hf), hfs3_human_bytes(cached, hc, sizeof hc), secs,
+           hfs3_human_rate(secs > 0 ? (double)fetched / secs : 0.0, hr, sizeof hr), failed);
     if (missing)
         printf(", %zu not cached", missing);
     printf("\n");
     fflush(stdout);
-    if (failed)
+    if (failed && ff.stale)
+        /* fetch refreshed the manifest first: the one in S3 no longer matches its prefix */
+        cmd_err("%s: %zu of %zu files failed (each named above): the prefix changed since the manifest was built; "
+                "run hfs3-manifest build %s, then fetch again", spec, failed, n, spec);
+    else if (failed)
         cmd_err("%s: %zu of %zu files failed (each named above); run the same command again to retry them", spec,
                 failed, n);
     if (missing)

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/index.h"
 #include "hfs3/util.h"
 
 #ifndef HFS3_PREFIX
@@ -71,6 +73,27 @@ static char *preload_with(const char *shim)
     return hfs3_buf_take(&b, NULL);
 }
 
+/* 1 when the cache holds a manifest or a hub's list for spec (mounts/KEY/index or repos), as the shim reads
+ * them: the shim then serves the mount without resolving the remote. */
+static int cached_mount(const char *spec)
+{
+    /* the default cache, or its fallback when the default cannot be used (hfs3_cache_open's rule) */
+    const char *set = getenv("HFS3_CACHE_DIR");
+    char *dirs[2] = {hfs3_cache_dir_from_env(), set && *set ? NULL : hfs3_cache_dir_fallback()};
+    hfs3_err_clear();
+    char key[17], path[PATH_MAX];
+    hfs3_mountkey(spec, key);
+    int found = 0;
+    const char *names[] = {"index", "repos"};
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 2 && !found && dirs[d]; i++)
+            found = (size_t)snprintf(path, sizeof path, "%s/mounts/%s/%s", dirs[d], key, names[i]) < sizeof path &&
+                    access(path, R_OK) == 0;
+    free(dirs[0]);
+    free(dirs[1]);
+    return found;
+}
+
 int cmd_run(int argc, char **argv)
 {
     hfs3_buf mounts;
@@ -110,8 +133,18 @@ int cmd_run(int argc, char **argv)
             goto usage;
         }
         hfs3_remote *r = NULL;
-        if (hfs3_remote_parse(eq + 1, &r) < 0) {
-            run_err("--mount '%s': %s", val, hfs3_errmsg());
+        int namelen;
+        if (hfs3_remote_connstr(eq + 1, &namelen)) {
+            /* its secrets must not reach the shim's environment or any message: refused as the shim would */
+            hfs3_err(-EINVAL, HFS3_CONNSTR_MSG, namelen, eq + 1);
+            run_err("--mount: %s%s", hfs3_errmsg(), "");
+            hfs3_buf_free(&mounts);
+            return 2;
+        }
+        if (hfs3_remote_parse(eq + 1, &r) < 0 && !cached_mount(eq + 1)) {
+            /* a remote that cannot be resolved here is fine when the cache serves it (a server without the
+             * remote's variables, fed by an init container): the shim alone needs no more */
+            run_err("--mount '%s': %s (and no manifest of it is cached here)", val, hfs3_errmsg());
             hfs3_buf_free(&mounts);
             return 2;
         }

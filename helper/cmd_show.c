@@ -1,11 +1,14 @@
 /* cmd_show.c - `hfs3-manifest show [--json] REMOTE`: prints the stored manifest as a tree, or the document
  * itself. Reading goes through the validating parser, so a hostile manifest is refused here as in the shim. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
+
 #include "hfs3/builder.h"
+#include "hfs3/hub.h"
 
 static void human(uint64_t n, char *out, size_t len)
 {
@@ -51,6 +54,29 @@ static void print_tree(const tree *t, size_t node, char *indent, size_t ilen)
     }
 }
 
+/* A prefix with no manifest that is a hub (repository folders, each with its own): build would make one flat
+ * manifest of the whole hub, so the advice is build --all. The message is replaced only then. */
+void cmd_hub_advice(const struct hfs3_remote *r, int rc)
+{
+    if (rc != -ENOENT)
+        return;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", hfs3_errmsg());
+    char **names = NULL;
+    size_t n = 0;
+    int has_manifest = 0;
+    if (hfs3_hub_list(r, &names, &n, &has_manifest) == 0 && n && !has_manifest) {
+        char *one = hfs3_hub_repo_spec(r->spec, names[0]);
+        hfs3_err(rc, "%s is a hub of %zu repositor%s (%s%s) with no manifest of its own: run hfs3-manifest build "
+                 "--all %s, which builds each repository's (one repository: %s)", r->spec, n, n == 1 ? "y" : "ies",
+                 names[0], n > 1 ? ", ..." : "", r->spec, one ? one : names[0]);
+        free(one);
+    } else {
+        hfs3_err(rc, "%s", why);
+    }
+    hfs3_hub_names_free(names, n);
+}
+
 int cmd_show(int argc, char **argv)
 {
     int json, status;
@@ -61,7 +87,9 @@ int cmd_show(int argc, char **argv)
     hfs3_buf doc;
     hfs3_buf_init(&doc, 0);
     status = 1;
-    if (hfs3_fetch_manifest(r, &m, &doc) < 0) {
+    int rc = hfs3_fetch_manifest(r, &m, &doc);
+    if (rc < 0) {
+        cmd_hub_advice(r, rc);
         cmd_err("%s", hfs3_errmsg());
         goto done;
     }

@@ -38,6 +38,7 @@ typedef struct fetch_info {
     int pid;             /* holder of the blob's lock; 0: none (a dead fetch, resumable) */
     int waiters[MAX_WAITERS];
     int nwaiters;
+    int helper;          /* the hfs3-manifest process with the lock open (the fetcher the shim ran), 0 none */
 } fetch_info;
 
 static double ts(const struct timespec *t) { return (double)t->tv_sec + (double)t->tv_nsec / 1e9; }
@@ -99,6 +100,94 @@ static void lock_pids(dev_t dev, ino_t ino, fetch_info *f)
             f->waiters[f->nwaiters++] = pid;
     }
     fclose(fp);
+}
+
+/* /proc/PID/comm into out ("" when unknown). */
+static void comm_of(int pid, char *out, size_t n);
+
+/* A `_get` helper (one file per process, as the shim runs it): its wchar (/proc/PID/io) is that file's bytes as
+ * they land, where the sidecar counts whole ranges only (0 for a long time on a big shard). -1: not one, or its
+ * io is not ours to read (another user's process). */
+static int64_t get_wchar(int pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    int is_get = 0;
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+        buf[n] = 0;
+        is_get |= !strcmp(buf + i, "_get");
+    }
+    if (!is_get)
+        return -1;
+    snprintf(path, sizeof path, "/proc/%d/io", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *w = strstr(buf, "wchar: ");
+    return w ? (int64_t)strtoll(w + 7, NULL, 10) : -1;
+}
+
+static void add_waiter(fetch_info *f, int pid)
+{
+    for (int k = 0; k < f->nwaiters; k++)
+        if (f->waiters[k] == pid)
+            return;
+    if (f->nwaiters < MAX_WAITERS)
+        f->waiters[f->nwaiters++] = pid;
+}
+
+/* The processes with locks/<sha>.lock open (/proc/PID/fd: ours, or all for root). A program whose open() waits
+ * on a fetch the shim started polls that lock (so /proc/locks lists no waiter): it is waiting; the helper
+ * (hfs3-manifest) that holds it is the fetcher, and its bytes so far count as they land. */
+static void lock_fd_holders(const char *locks, fetch_info *v, size_t n)
+{
+    DIR *proc = n ? opendir("/proc") : NULL;
+    struct dirent *pe;
+    size_t ll = strlen(locks);
+    while (proc && (pe = readdir(proc)) != NULL) {
+        int pid = atoi(pe->d_name);
+        if (pid <= 0)
+            continue;
+        char fdp[64], link[96], target[4200];
+        snprintf(fdp, sizeof fdp, "/proc/%d/fd", pid);
+        DIR *fds = opendir(fdp);
+        struct dirent *fe;
+        while (fds && (fe = readdir(fds)) != NULL) {
+            if (fe->d_name[0] == '.')
+                continue;
+            snprintf(link, sizeof link, "%s/%.20s", fdp, fe->d_name);
+            ssize_t k = readlink(link, target, sizeof target - 1);
+            if (k <= (ssize_t)ll + 1 || strncmp(target, locks, ll) || target[ll] != '/')
+                continue;
+            target[k] = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (strncmp(target + ll + 1, v[i].sha, 64) || strcmp(target + ll + 1 + 64, ".lock"))
+                    continue;
+                char comm[32];
+                comm_of(pid, comm, sizeof comm);
+                int64_t w = strcmp(comm, "hfs3-manifest") ? -1 : get_wchar(pid);
+                if (!strcmp(comm, "hfs3-manifest") && (w >= 0 || !v[i].helper)) {
+                    v[i].helper = pid;
+                    if (w > v[i].done)
+                        v[i].done = w < (int64_t)v[i].size ? w : (int64_t)v[i].size;
+                } else if (pid != v[i].helper && strcmp(comm, "hfs3-manifest")) {
+                    add_waiter(&v[i], pid);
+                }
+            }
+        }
+        if (fds)
+            closedir(fds);
+    }
+    if (proc)
+        closedir(proc);
 }
 
 static int read_small(int dirfd, const char *name, char *buf, size_t n, struct stat *st)
@@ -315,6 +404,10 @@ int cmd_status(int argc, char **argv)
         return rc;
     fetch_info *f = NULL;
     size_t nf = scan_fetches(s.c, &f);
+    char *real = realpath(s.c->dir, NULL), locks[4200];
+    if (real && (size_t)snprintf(locks, sizeof locks, "%s/locks", real) < sizeof locks)
+        lock_fd_holders(locks, f, nf);
+    free(real);
     err_info *e = NULL;
     size_t ne = scan_errors(&s, remote ? key : NULL, &e);
     struct timespec rt;
@@ -339,13 +432,18 @@ int cmd_status(int argc, char **argv)
         printf("fetches:\n");
     }
     size_t shown = 0;
+    const hfs3_gc_mount **fm = calloc(nf ? nf : 1, sizeof *fm);   /* each fetch's mount, for the totals */
     for (size_t i = 0; i < nf; i++) {
         const hfs3_gc_mount *m;
         if (!wanted(&s, f[i].sha, remote ? key : NULL, &m))
             continue;
+        if (fm)
+            fm[i] = m;
         shown++;
         const char *path = path_in(m, f[i].sha);
         char kb[40], comm[32] = "";
+        if (f[i].helper)   /* the shim's helper fetches; the lock's creator (the program) waits */
+            f[i].pid = f[i].helper;
         if (f[i].pid > 0)
             comm_of(f[i].pid, comm, sizeof comm);
         double elapsed = f[i].started > 0 ? wall - f[i].started : 0;
@@ -406,12 +504,49 @@ int cmd_status(int argc, char **argv)
             printf(", pid %d (%s)", f[i].pid, comm[0] ? comm : "?");
         else
             printf(", no process: a dead fetch, resumed by the next open or fetch");
-        if (f[i].nwaiters)
-            printf(", %d waiting", f[i].nwaiters);
+        for (int k = 0; k < f[i].nwaiters; k++) {
+            char wc[32];
+            comm_of(f[i].waiters[k], wc, sizeof wc);
+            printf("%s%d (%s)", k ? ", pid " : "; waiting: pid ", f[i].waiters[k], wc[0] ? wc : "?");
+        }
         printf("\n");
     }
     if (!json && !shown)
         printf("  (none)\n");
+    /* the whole model of each mount with a fetch in progress: what is cached, plus what has landed so far */
+    cJSON *jt = json ? cJSON_AddArrayToObject(root, "totals") : NULL;
+    for (size_t i = 0; fm && i < nf; i++) {
+        const hfs3_gc_mount *m = fm[i];
+        int first = m && m->m;
+        for (size_t k = 0; first && k < i; k++)
+            first = fm[k] != m;
+        if (!first)
+            continue;
+        hfs3_gc_usage u = {0};
+        hfs3_gc_usage_of(m->m, NULL, s.b, s.nb, &u);
+        uint64_t landed = 0, all = u.bytes_cached + u.bytes_missing;
+        size_t nfetch = 0;
+        for (size_t k = i; k < nf; k++)
+            if (fm[k] == m) {
+                nfetch++;
+                landed += f[k].done > 0 ? (uint64_t)f[k].done : 0;
+            }
+        uint64_t have = u.bytes_cached + landed > all ? all : u.bytes_cached + landed;
+        char kb[40], a[32], b[32];
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "remote", cmd_mount_name(m, kb, sizeof kb));
+            cJSON_AddNumberToObject(o, "bytes_total", (double)all);
+            cJSON_AddNumberToObject(o, "bytes_done", (double)have);
+            cJSON_AddNumberToObject(o, "fetches", (double)nfetch);
+            cJSON_AddItemToArray(jt, o);
+        } else {
+            printf("  %s, the whole model: %s of %s (%.0f%%) cached or landed, %zu file%s in progress\n",
+                   cmd_mount_name(m, kb, sizeof kb), hfs3_gc_human(have, a, sizeof a), hfs3_gc_human(all, b, sizeof b),
+                   all ? 100.0 * (double)have / (double)all : 100.0, nfetch, nfetch == 1 ? "" : "s");
+        }
+    }
+    free(fm);
     if (json) {
         cJSON *je = cJSON_AddArrayToObject(root, "errors");
         for (size_t i = 0; i < ne; i++) {

@@ -19,7 +19,9 @@ int cmd_verify(int argc, char **argv)
     hfs3_build_opts o = {.progress = cmd_progress_wanted() ? cmd_progress : NULL};
     size_t checked = 0;
     status = 1;
-    if (hfs3_fetch_manifest(r, &m, NULL) < 0) {
+    int frc = hfs3_fetch_manifest(r, &m, NULL);
+    if (frc < 0) {
+        cmd_hub_advice(r, frc);
         cmd_err("%s", hfs3_errmsg());
         goto done;
     }

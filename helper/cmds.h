@@ -22,12 +22,22 @@ void cmd_help(const char *cmd);                  /* prints cmd's --help text to 
 /* Prints one error line to stderr, prefixed "hfs3-manifest CMD: " (CMD: the subcommand running). */
 void cmd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cmd_progress_wanted(void);                   /* 1 when stderr is a terminal */
-/* progress.c: a hfs3_progress_fn that redraws one line on stderr; _end clears it. */
+/* progress.c: a hfs3_progress_fn that redraws one line on stderr fitted to the terminal (a bar, percent, bytes,
+ * rate, ETA, the current file), or, when stderr is no terminal and cmd_progress_plain(1) was called, prints a
+ * plain line every few seconds. _file names the file in progress; _clear erases the line (before an error line,
+ * the next call draws it again); _end erases it and forgets the run. */
 #include <stddef.h>
 #include <stdint.h>
 void cmd_progress(void *ud, const char *phase, uint64_t done, uint64_t total, size_t files_done,
                   size_t files_total);
+void cmd_progress_plain(int on);
+void cmd_progress_file(const char *name);
+void cmd_progress_clear(void);
 void cmd_progress_end(void);
+/* cmd_show.c: after a manifest GET failed with rc, when the prefix is a hub, words the error to advise
+ * `build --all` (the message is left alone otherwise). */
+struct hfs3_remote;
+void cmd_hub_advice(const struct hfs3_remote *r, int rc);
 /* Parses REMOTE, printing the error; returns NULL (exit 2) when it is malformed. */
 struct hfs3_remote;
 struct hfs3_remote *cmd_remote(const char *spec);

@@ -151,35 +151,16 @@ static int is_lfs_blob(const char *rel)
 }
 
 /* Reads `.cache/huggingface/download/<rel>.metadata` objects and takes line 2 when it is a sha256
- * (huggingface_hub writes the LFS sha256 there; for small git files it is a sha1, which is no use). Also
- * returns the commit (line 1) when every metadata file agrees. */
+ * (huggingface_hub writes the LFS sha256 there; for small git files it is a sha1, which is no use), under
+ * huggingface_hub's own rule (_local_folder.py, read_download_metadata): the metadata holds only while the
+ * file's mtime is at most one second past its timestamp (line 3); a file edited after the download is hashed.
+ * The file's mtime is the local file's under --local, else the one rclone records in X-Amz-Meta-Mtime (a HEAD);
+ * unknown (another uploader): hashed. Also returns the commit (line 1) when every metadata file agrees. */
 typedef struct meta_ctx {
     build_state *st;
     char **bodies;
+    double *mtimes;       /* the described file's mtime, -1 unknown */
 } meta_ctx;
-
-static int meta_job(void *ud, size_t i, hfs3_s3 *c)
-{
-    meta_ctx *m = ud;
-    if (m->st->o->local_dir) {
-        /* --local: the folder rclone uploaded holds the same bookkeeping; reading it saves a GET each */
-        char path[HFS3_MAX_PATH * 2];
-        snprintf(path, sizeof path, "%s/%s", m->st->o->local_dir, m->st->meta_keys[i]);
-        if (hfs3_read_file(path, MAX_SMALL_OBJECT, &m->bodies[i], NULL) == 0)
-            return 0;
-    }
-    char *key = hfs3_remote_key(m->st->r, m->st->meta_keys[i]);
-    if (!key)
-        return hfs3_err(-ENOMEM, "out of memory");
-    hfs3_buf body;
-    hfs3_buf_init(&body, 0);
-    int rc = hfs3_s3_get_buf(c, key, MAX_SMALL_OBJECT, &body, NULL);
-    free(key);
-    if (rc < 0)
-        return rc;
-    m->bodies[i] = hfs3_buf_take(&body, NULL);
-    return 0;
-}
 
 static item *find_item(build_state *st, const char *rel)
 {
@@ -189,13 +170,82 @@ static item *find_item(build_state *st, const char *rel)
     return bsearch(&probe, st->items, st->n, sizeof *st->items, cmp_item);
 }
 
+/* The item a metadata key describes, or NULL. */
+static item *meta_item(build_state *st, const char *meta_key)
+{
+    const char *described = meta_key + strlen(METADATA_DIR);
+    char *file = hfs3_strndup(described, strlen(described) - strlen(".metadata"));
+    item *it = file ? find_item(st, file) : NULL;
+    free(file);
+    return it && !it->is_link ? it : NULL;
+}
+
+/* Whether line 2 of a metadata body is a sha256 (then the file's mtime is worth a HEAD). */
+static int meta_has_sha(const char *body)
+{
+    const char *l2 = body ? strchr(body, '\n') : NULL;
+    char hex[65];
+    if (!l2 || strcspn(l2 + 1, "\r\n") != 64)
+        return 0;
+    memcpy(hex, l2 + 1, 64);
+    hex[64] = 0;
+    return hfs3_is_sha256_hex(hex);
+}
+
+static int meta_job(void *ud, size_t i, hfs3_s3 *c)
+{
+    meta_ctx *m = ud;
+    const char *local = m->st->o->local_dir;
+    char path[HFS3_MAX_PATH * 2];
+    m->mtimes[i] = -1;
+    if (local) {
+        /* --local: the folder rclone uploaded holds the same bookkeeping; reading it saves a GET each */
+        snprintf(path, sizeof path, "%s/%s", local, m->st->meta_keys[i]);
+        if (hfs3_read_file(path, MAX_SMALL_OBJECT, &m->bodies[i], NULL) < 0)
+            hfs3_err_clear();
+    }
+    int rc = 0;
+    if (!m->bodies[i]) {
+        char *key = hfs3_remote_key(m->st->r, m->st->meta_keys[i]);
+        if (!key)
+            return hfs3_err(-ENOMEM, "out of memory");
+        hfs3_buf body;
+        hfs3_buf_init(&body, 0);
+        rc = hfs3_s3_get_buf(c, key, MAX_SMALL_OBJECT, &body, NULL);
+        free(key);
+        if (rc < 0)
+            return rc;
+        m->bodies[i] = hfs3_buf_take(&body, NULL);
+    }
+    item *it = meta_item(m->st, m->st->meta_keys[i]);
+    if (!it || !meta_has_sha(m->bodies[i]))
+        return 0;
+    struct stat lst;
+    if (local && (size_t)snprintf(path, sizeof path, "%s/%s", local, it->rel) < sizeof path &&
+        stat(path, &lst) == 0) {
+        m->mtimes[i] = (double)lst.st_mtim.tv_sec + (double)lst.st_mtim.tv_nsec / 1e9;
+        return 0;
+    }
+    hfs3_s3_object o;
+    if ((rc = hfs3_s3_head(c, it->key, &o)) < 0)
+        return rc;
+    if (o.src_mtime > 0)
+        m->mtimes[i] = o.src_mtime;
+    hfs3_s3_object_free(&o);
+    return 0;
+}
+
 static int use_metadata(build_state *st, char **revision, hfs3_build_stats *stats)
 {
     if (st->nmeta == 0)
         return 0;
-    meta_ctx m = {.st = st, .bodies = calloc(st->nmeta, sizeof(char *))};
-    if (!m.bodies)
+    meta_ctx m = {.st = st, .bodies = calloc(st->nmeta, sizeof(char *)),
+                  .mtimes = calloc(st->nmeta, sizeof(double))};
+    if (!m.bodies || !m.mtimes) {
+        free(m.bodies);
+        free(m.mtimes);
         return hfs3_err(-ENOMEM, "out of memory");
+    }
     int rc = jobs_run(st->nmeta, 8, st->r, meta_job, &m);
     int agree = 1;
     char *commit = NULL;
@@ -213,18 +263,26 @@ static int use_metadata(build_state *st, char **revision, hfs3_build_stats *stat
             else if (strcmp(commit, lines[0]))
                 agree = 0;
         }
-        const char *described = st->meta_keys[i] + strlen(METADATA_DIR);
-        char *file = hfs3_strndup(described, strlen(described) - strlen(".metadata"));
-        item *it = file ? find_item(st, file) : NULL;
-        free(file);
-        if (it && !it->is_link && !it->sha256[0] && lines[1] && hfs3_is_sha256_hex(lines[1])) {
-            memcpy(it->sha256, lines[1], 65);
-            stats->from_metadata++;
+        item *it = meta_item(st, st->meta_keys[i]);
+        if (!it || it->sha256[0] || !lines[1] || !hfs3_is_sha256_hex(lines[1]))
+            continue;
+        char *end = NULL;
+        double stamp = lines[2] ? strtod(lines[2], &end) : 0;
+        /* huggingface_hub's rule, its one second of slack included (mtimes are not always precise) */
+        if (!lines[2] || end == lines[2] || m.mtimes[i] < 0 || m.mtimes[i] - 1 > stamp) {
+            hfs3_debug("%s: %s: %s; hashing the file", st->r->spec, st->meta_keys[i],
+                       m.mtimes[i] < 0 ? "the file's mtime is unknown (no X-Amz-Meta-Mtime: upload with rclone)"
+                                       : "the file changed after the metadata was written");
+            stats->metadata_outdated++;
+            continue;
         }
+        memcpy(it->sha256, lines[1], 65);
+        stats->from_metadata++;
     }
     for (size_t i = 0; i < st->nmeta; i++)
         free(m.bodies[i]);
     free(m.bodies);
+    free(m.mtimes);
     if (rc == 0 && commit && agree && revision && !*revision)
         *revision = commit;
     else
@@ -527,6 +585,30 @@ static const char *detect_layout(build_state *st)
     return blobs && snaps && refs ? "hf-cache" : "flat";
 }
 
+/* An HF cache repository uploaded without --links: rclone skips symlinks by default, and every file under
+ * snapshots/ is one, so blobs/ (named by digest) and refs/ arrive and snapshots/ does not. A flat manifest of
+ * that is of no use to a loader (and would stream-hash every blob). */
+static int links_skipped(build_state *st)
+{
+    int blobs = 0, refs = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const char *rel = st->items[i].rel;
+        if (hfs3_starts_with(rel, "snapshots/"))
+            return 0;
+        if (hfs3_starts_with(rel, "blobs/") && !st->items[i].is_link) {
+            size_t n = strlen(rel + 6), k = strspn(rel + 6, "0123456789abcdef");
+            if (k != n || (n != 64 && n != 40))
+                return 0; /* a folder that merely has a blobs/ */
+            blobs = 1;
+        }
+        refs |= hfs3_starts_with(rel, "refs/");
+    }
+    for (size_t i = 0; i < st->ndirs; i++)
+        if (hfs3_starts_with(st->dirs[i], "snapshots"))
+            return 0;
+    return blobs && refs;
+}
+
 /* The manifest of the items (every sha256 and link target known by now) and the directory markers. Pure: no I/O.
  * On success *out is the caller's. A document readers would reject is a problem line and -EINVAL. */
 static int make_manifest(build_state *st, const char *layout, const char *revision, hfs3_manifest **out)
@@ -613,6 +695,13 @@ int hfs3_build(const hfs3_remote *r, const hfs3_build_opts *o, hfs3_manifest **o
         goto done;
     }
     const char *layout = o->layout && strcmp(o->layout, "auto") ? o->layout : detect_layout(&st);
+    if ((!o->layout || !strcmp(o->layout, "auto")) && links_skipped(&st)) {
+        jobs_problem(problems, "%s: blobs/ and refs/ but no snapshots/: an HF cache repository uploaded without its "
+                     "symlinks (rclone skips them unless told); upload it again with rclone copy --links "
+                     "LOCAL_REPO %s, then build (or build --layout flat to take it as it is)", r->spec, r->spec);
+        rc = -EINVAL;
+        goto done;
+    }
 
     if (o->local_dir && (rc = check_local(&st, &list, problems)) < 0)
         goto done;

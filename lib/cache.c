@@ -305,7 +305,65 @@ static int open_subdirs(hfs3_cache *c)
     return 0;
 }
 
+char *hfs3_cache_dir_fallback(void)
+{
+    const char *t = env_nonempty("TMPDIR");
+    char *s = join2(t && t[0] == '/' ? t : "/var/tmp", "hfs3-");
+    hfs3_buf b;
+    hfs3_buf_init(&b, 0);
+    if (!s || hfs3_buf_addf(&b, "%s%u", s, (unsigned)geteuid()) < 0) {
+        free(s);
+        hfs3_err(-ENOMEM, "out of memory");
+        return NULL;
+    }
+    free(s);
+    s = hfs3_buf_take(&b, NULL);
+    size_t n = s ? strlen(s) : 0;
+    while (n > 1 && s[n - 1] == '/')
+        s[--n] = 0;
+    return s;
+}
+
+static int cache_open_dir(const char *dir, hfs3_cache **out);
+
+/* The default cache (no HFS3_CACHE_DIR) that cannot be used (a HOME that is not writable: uid 1000 with HOME=/
+ * in a container) falls back to hfs3_cache_dir_fallback, as the shim does (shim/cachedir.c): the same rule on
+ * both sides, so that `fetch` warms the cache the server reads. The fallback is used only when it is a
+ * directory of this user that nobody else can enter (made 0700 here when missing; never chmod-ed). An
+ * HFS3_CACHE_DIR that cannot be used is an error: the user asked for that one. */
 int hfs3_cache_open(const char *dir, hfs3_cache **out)
+{
+    if (dir || env_nonempty("HFS3_CACHE_DIR"))
+        return cache_open_dir(dir, out);
+    char *def = hfs3_cache_dir_from_env(), why[1400];
+    int rc = def ? cache_open_dir(def, out) : -ENOENT;
+    if (rc == 0 || rc == -ENOMEM) {
+        free(def);
+        return rc;
+    }
+    snprintf(why, sizeof why, "%s", hfs3_errmsg());
+    char *fb = hfs3_cache_dir_fallback();
+    struct stat st;
+    int frc = fb ? 0 : -ENOMEM;
+    if (frc == 0 && mkdir(fb, 0700) < 0 && errno != EEXIST)
+        frc = hfs3_err(-errno, "mkdir %s: %s", fb, strerror(errno));
+    if (frc == 0 && lstat(fb, &st) < 0)
+        frc = hfs3_err(-errno, "%s: %s", fb, strerror(errno));
+    if (frc == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)))
+        frc = hfs3_err(-EPERM, "%s is not a directory of yours that only you can enter", fb);
+    if (frc == 0)
+        frc = cache_open_dir(fb, out);
+    if (frc == 0)
+        hfs3_warn("%s; using %s (set HFS3_CACHE_DIR to choose)", why, fb);
+    else
+        hfs3_err(rc, "%s; and the fallback %s cannot be used either (%s)", why, fb ? fb : "hfs3-UID",
+                 hfs3_errmsg());
+    free(def);
+    free(fb);
+    return frc == 0 ? 0 : rc;
+}
+
+static int cache_open_dir(const char *dir, hfs3_cache **out)
 {
     int rc;
     hfs3_cache *c = calloc(1, sizeof *c);

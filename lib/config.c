@@ -723,7 +723,17 @@ static int parse_rclone(hfs3_remote *r, const char *name, int *pref)
         goto fail;
     }
     if (!type) {
-        rc = hfs3_err(-EINVAL, "remote %s: not found in rclone config %s (nor %sTYPE)", name, c.path, c.env1);
+        /* "s3:/bucket" or "s3:bucket" is a misspelt s3:// far more often than a remote named s3 */
+        char hint[600] = "";
+        if (!strcmp(name, "s3"))
+            snprintf(hint, sizeof hint, "; did you mean s3://%.500s?", r->spec + 3 + strspn(r->spec + 3, "/"));
+        if (!c.f.found && envv("RCLONE_CONFIG"))
+            rc = hfs3_err(-EINVAL, "remote %s: the rclone config file %s (RCLONE_CONFIG) does not exist, and %sTYPE "
+                          "is not set: fix RCLONE_CONFIG or define the remote with %s* variables%s", name, c.path,
+                          c.env1, c.env1, hint);
+        else
+            rc = hfs3_err(-EINVAL, "remote %s: not found in rclone config %s%s (nor %sTYPE)%s", name, c.path,
+                          c.f.found ? "" : ", which does not exist", c.env1, hint);
         goto fail;
     }
     if (strcmp(type, "s3") != 0) {

@@ -61,6 +61,17 @@ static int refused_code(const char *msg)
     return 0;
 }
 
+/* curl's failures to reach the server at all (a server down, a wrong host or port). */
+static int unreachable(const char *msg)
+{
+    static const char *const what[] = {"Couldn't connect to server", "Could not resolve host",
+                                       "Couldn't resolve host", "Connection refused", "No route to host"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
+        if (strstr(msg, what[i]))
+            return 1;
+    return 0;
+}
+
 int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
 {
     if (rc >= 0 || !r)
@@ -81,6 +92,11 @@ int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
     } else if (rc == -EBADMSG && strstr(msg, "sha256 mismatch")) {
         hfs3_err(rc, "%s: %s: the object changed since the manifest was built, or was damaged; run hfs3-manifest "
                  "build %s if the change is wanted", r->spec, msg, r->spec);
+    } else if (rc == -ESTALE && strstr(msg, "changed since the manifest was built")) {
+        /* fetch.c's If-Match saw another ETag: what to run is the same as for other bytes */
+        int named = !strncmp(msg, r->spec, strlen(r->spec)) && msg[strlen(r->spec)] == ':';
+        hfs3_err(rc, "%s%s%s; run hfs3-manifest build %s (hfs3-manifest verify %s lists every difference)",
+                 named ? "" : r->spec, named ? "" : ": ", msg, r->spec, r->spec);
     } else if (refused_code(msg)) {
         /* the message s3.c wrote names the request, the status and S3's code; cut S3's long prose */
         char *prose = strstr(msg, "SignatureDoesNotMatch: ");
@@ -92,6 +108,10 @@ int hfs3_explain_s3(const hfs3_remote *r, const char *key, int rc)
         else
             hfs3_err(rc, "%s: %s: no credentials were found for %s, so the request was anonymous: set its keys "
                      "(see hfs3-manifest --help, REMOTE)", r->spec, msg, r->spec);
+    } else if (unreachable(msg)) {
+        /* curl's words say what failed, not what to do about it */
+        hfs3_err(rc, "%s: %s: is the server at %s up and reachable from here? if so, check the endpoint of %s",
+                 r->spec, msg, r->endpoint, r->spec);
     } else if (strncmp(msg, r->spec, strlen(r->spec)) != 0 || msg[strlen(r->spec)] != ':') {
         hfs3_err(rc, "%s: %s", r->spec, msg);
     }

@@ -63,6 +63,7 @@ typedef struct xfer {
     hfs3_s3 *c;
     long status;
     char *etag, *last_modified;
+    double meta_mtime;          /* X-Amz-Meta-Mtime (rclone's record of the file's mtime), 0 when absent */
     int have_len, have_crange, have_total;
     uint64_t content_length, crange_start, crange_end, total;
     hfs3_buf err;               /* error body (non-2xx) */
@@ -82,6 +83,7 @@ static void xfer_reset_headers(xfer *x)
     free(x->etag);
     free(x->last_modified);
     x->etag = x->last_modified = NULL;
+    x->meta_mtime = 0;
     x->have_len = x->have_crange = x->have_total = 0;
     x->content_length = x->crange_start = x->crange_end = x->total = 0;
     x->body_started = 0;
@@ -141,6 +143,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
         free(x->last_modified);
         x->last_modified = v;
         v = NULL;
+    } else if (nl == 16 && !strncasecmp(p, "x-amz-meta-mtime", 16)) {
+        double t = strtod(v, &end);
+        x->meta_mtime = end != v && !*end && t > 0 && t < 1e11 ? t : 0;
     } else if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
         x->have_len = parse_u64(v, &end, &x->content_length) == 0;
     } else if (nl == 13 && !strncasecmp(p, "content-range", 13) && !strncmp(v, "bytes ", 6)) {
@@ -941,6 +946,7 @@ int hfs3_s3_head(hfs3_s3 *c, const char *key, hfs3_s3_object *out)
             out->size = x.content_length;
             out->etag = x.etag;
             x.etag = NULL;
+            out->src_mtime = x.meta_mtime;
             if (x.last_modified) {
                 time_t t = curl_getdate(x.last_modified, NULL);
                 out->mtime = t < 0 ? 0 : (long long)t;

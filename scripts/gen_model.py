@@ -11,7 +11,7 @@
       in config.json), refs/main -> rev2.
 Only the standard library; deterministic for a seed.
 """
-import argparse, hashlib, json, os, random, struct, sys
+import argparse, hashlib, json, os, random, struct, sys, time
 
 
 def tensor_bytes(rng, nbytes):
@@ -91,7 +91,7 @@ def gen_flat(d, shards, seed):
         write(os.path.join(d, name), data)
         etag = hashlib.sha256(data).hexdigest() if is_lfs(name) else git_sha1(data)
         write(os.path.join(d, ".cache/huggingface/download", name + ".metadata"),
-              f"{commit}\n{etag}\n1764496800.0\n".encode())
+              f"{commit}\n{etag}\n{time.time()}\n".encode())  # written after the file, as huggingface_hub does
     write(os.path.join(d, ".cache/huggingface/.gitignore"), b"*\n")
 
 

@@ -172,16 +172,34 @@ static int check_dir(const char *dir, const char **why)
         *why = "writable by others";
         return -EPERM;
     }
+    /* the helper's words (lib/cache.c) rather than "Permission denied": whose it is and what to do; decide()
+     * runs once per process, so one static buffer serves */
+    static char whybuf[400];
+    int shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+    if (st.st_uid != me && !shared) {
+        snprintf(whybuf, sizeof whybuf, "belongs to uid %u, not to you (uid %u): a private cache must be yours "
+                 "(use a cache of your own; or share one: install -d -m 3770 -g GROUP DIR, or on Kubernetes give "
+                 "the pod an fsGroup)", (unsigned)st.st_uid, (unsigned)me);
+        *why = whybuf;
+        return -EPERM;
+    }
     if (sh_r.access(dir, W_OK | X_OK) < 0) {
+        int e = errno;
         /* a warm cache on a read-only volume (a node's prewarmed cache mounted read-only into pods): offline,
          * nothing needs writing (no helper runs, so no lock file; the last-use stamp is skipped), so it is used
          * as it is; online a fetch could not land, and it is refused with a line that says what to set */
-        if (errno == EROFS && sh_offline && sh_r.access(dir, R_OK | X_OK) == 0) {
+        if (e == EROFS && sh_offline && sh_r.access(dir, R_OK | X_OK) == 0) {
             __atomic_store_n(&sh_cache_ro, 1, __ATOMIC_RELEASE);
             return 0;
         }
-        *why = errno == EROFS ? "Read-only file system (set HFS3_OFFLINE=1 to read what it holds)" : strerror(errno);
-        return -errno;
+        if (e == EACCES && shared) {
+            snprintf(whybuf, sizeof whybuf, "shared with group %u, which uid %u is not in (check the server's "
+                     "groups, e.g. the pod's fsGroup)", (unsigned)st.st_gid, (unsigned)me);
+            *why = whybuf;
+        } else {
+            *why = e == EROFS ? "Read-only file system (set HFS3_OFFLINE=1 to read what it holds)" : strerror(e);
+        }
+        return -e;
     }
     return 0;
 }

@@ -363,10 +363,35 @@ static void human(unsigned long long b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* HFS3_LOG=info while an open waits on a fetch: "LABEL: B of SIZE (P%), R/s, about E s left" */
-static void progress_line(const struct sh_lockjob *j, long long waited_ms, int last)
+#define SH_PROGRESS_EVERY_MS 5000 /* HFS3_LOG=info: a line this often while an open waits on a fetch */
+
+/* The bytes our own helper (pid) has written so far, from /proc/PID/io's wchar: a `_get` fetches one file, so
+ * that is the file's bytes as they land (its sidecar counts whole ranges only, 0 for a long time on a big
+ * shard). -1 when unknown. 256 bytes of stack. */
+static long long helper_wchar(pid_t pid)
 {
-    long long b = bytes_so_far(j->tmpdir, j->sha);
+    if (pid <= 0)
+        return -1;
+    char buf[200];
+    snprintf(buf, sizeof buf, "/proc/%d/io", (int)pid);
+    int fd = sh_r.open(buf, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    sh_r.close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *w = strstr(buf, "wchar: ");
+    return w ? strtoll(w + 7, NULL, 10) : -1;
+}
+
+/* HFS3_LOG=info while an open waits on a fetch: "LABEL: B of SIZE (P%), R/s, about E s left" */
+static void progress_line(const struct sh_lockjob *j, long long waited_ms, int last, pid_t helper)
+{
+    long long b = bytes_so_far(j->tmpdir, j->sha), w = helper_wchar(helper);
+    if (w > b)
+        b = (unsigned long long)w < j->size ? w : (long long)j->size;
     char hb[32], hs[32], hr[32];
     human(j->size, hs, sizeof hs);
     if (b < 0) {
@@ -419,7 +444,7 @@ static int sig_wait(const sigset_t *old, long ms)
 /* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
  * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
  * (no tmp/<sha>.* file changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
-static int lock_wait(int fd, const struct sh_lockjob *j)
+static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 0;
@@ -445,10 +470,10 @@ static int lock_wait(int fd, const struct sh_lockjob *j)
             break;
         }
         long long cur = progress(j->tmpdir, j->sha), t = now_ms();
-        /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~10 s */
+        /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~5 s while the program waits */
         if (j->label && sh_log_level >= 2 && j->tmpdir && t - start >= next_line) {
-            progress_line(j, t - start, 0);
-            next_line = next_line < 3000 ? 13000 : next_line + 10000;
+            progress_line(j, t - start, 0, helper);
+            next_line += SH_PROGRESS_EVERY_MS;
             lines++;
         }
         if (cur != last) {
@@ -483,7 +508,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     int fd = lock_open(j->lockpath);
     if (fd < 0)
         return fd;
-    int rc = lock_wait(fd, j);
+    int rc = lock_wait(fd, j, 0);
     if (rc < 0) {
         lock_close(fd, 0);
         return rc;
@@ -497,7 +522,7 @@ int sh_run_locked(const struct sh_lockjob *j)
     if (pid < 0)
         return pid;
     fd = lock_open(j->lockpath);   /* free once the helper exited (or closed its fd 3) */
-    rc = fd < 0 ? fd : lock_wait(fd, j);
+    rc = fd < 0 ? fd : lock_wait(fd, j, pid);
     if (fd >= 0)
         lock_close(fd, rc == 0);
     if (rc == -ETIMEDOUT) {

@@ -178,6 +178,12 @@ static void parse_env(void)
                      (int)(len > 200 ? 200 : len), ms);
             goto next;
         }
+        if (eq[-1] == ' ' || eq[-1] == '\t' || eq[1] == ' ' || eq[1] == '\t') {
+            /* "/models/x = r:b/p" would mount "/models/x " and look for remote " r": silent ENOENT later */
+            env_err("HFS3_MOUNTS: ignoring \"%.*s\" (a blank around '=': write /LOCALPATH=REMOTE with no blanks)",
+                    (int)(len > 200 ? 200 : len), ms);
+            goto next;
+        }
         memcpy(local, ms, (size_t)(eq - ms));
         local[eq - ms] = 0;
         if (sh_normalise(local, m->path, sizeof m->path, NULL) < 0 || !strcmp(m->path, "/")) {
@@ -196,14 +202,15 @@ static void parse_env(void)
         m->len = strlen(m->path);
         memcpy(m->remote, eq + 1, len - (size_t)(eq - ms) - 1);
         m->remote[len - (size_t)(eq - ms) - 1] = 0;
-        int overlap = 0;
-        for (int i = 0; i < sh_nmounts; i++) {
+        int overlap = -1;
+        for (int i = 0; i < sh_nmounts && overlap < 0; i++) {
             size_t a = sh_mounts[i].len, b = m->len, k = a < b ? a : b;
             if (!memcmp(sh_mounts[i].path, m->path, k) && (a == b || (a < b ? m->path : sh_mounts[i].path)[k] == '/'))
-                overlap = 1;
+                overlap = i;
         }
-        if (overlap) {
-            env_err("HFS3_MOUNTS: %s overlaps another mount: ignored", m->path);
+        if (overlap >= 0) {
+            env_err("HFS3_MOUNTS: %s overlaps the mount %s=%s: ignored (mounts may not nest or repeat)", m->path,
+                    sh_mounts[overlap].path, sh_mounts[overlap].remote);
             memset(m, 0, sizeof *m);
             goto next;
         }

@@ -26,6 +26,7 @@ typedef struct hfs3_build_opts {
 /* Where each file's sha256 came from, for the summary. */
 typedef struct hfs3_build_stats {
     size_t from_local, from_lfs_name, from_metadata, from_s3;
+    size_t metadata_outdated; /* .metadata files not used: the file is newer, or its mtime unknown */
     uint64_t bytes_hashed;
 } hfs3_build_stats;
 

@@ -51,6 +51,10 @@ int hfs3_cache_check_dir(const char *dir, int *shared);
  * + group rwx (added when the user owns it); a subdirectory breaks hfs3_cache_check_subdir. On success *out
  * is the caller's (hfs3_cache_free). */
 int hfs3_cache_open(const char *dir, hfs3_cache **out);
+/* The private fallback of a default cache that cannot be used (dir NULL, no HFS3_CACHE_DIR: hfs3_cache_open then
+ * warns one line and uses it, as the shim does): $TMPDIR/hfs3-<euid> (an absolute TMPDIR), else
+ * /var/tmp/hfs3-<euid>. malloc'd, NULL on OOM. */
+char *hfs3_cache_dir_fallback(void);
 void hfs3_cache_free(hfs3_cache *c);
 
 /* dir/sub/name+suffix, malloc'd (NULL on OOM). sub and suffix may be NULL or "". For messages. */

@@ -19,6 +19,7 @@ typedef struct hfs3_s3_object {
     uint64_t size;
     char *etag;          /* as S3 returned it, quotes included: "\"abc\"" */
     long long mtime;     /* LastModified, seconds since the epoch (UTC) */
+    double src_mtime;    /* HEAD only: the uploaded file's own mtime, rclone's X-Amz-Meta-Mtime; 0 unknown */
 } hfs3_s3_object;
 
 typedef struct hfs3_s3_list {

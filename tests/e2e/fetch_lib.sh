@@ -34,6 +34,14 @@ fetch_model() {
   : >"$d/sub/empty.txt"
 }
 
+# human_bytes N: N bytes as fetch's summary writes them (lib/progress.c: "0 B", "146.5 KiB", "40.2 MiB")
+human_bytes() {
+  python3 -c 'import sys
+n = float(sys.argv[1]); u = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]; i = 0
+while n >= 1024 and i < 5: n /= 1024; i += 1
+print(("%.1f %s" if i else "%.0f %s") % (n, u[i]))' "$1"
+}
+
 fetch_publish() {
   rclone copy "$1" "$2" || fail "rclone copy"
   "${HFS3_BUILD_BIN:-$HFS3_BIN}" build "$2" >"$WORK/build.out" 2>&1 || { cat "$WORK/build.out" >&2; fail "build $2"; }

@@ -78,12 +78,55 @@ ok "HFS3_OFFLINE and HFS3_VERIFY_FOREIGN: 1/0, true/false, yes/no, on/off; anyth
 # a cache that cannot be created: the cause, and what to do
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   chmod 0755 "$WORK" "$WORK/home"; chmod 0644 "$RCLONE_CONFIG"
-  setpriv --reuid=65534 --regid=65534 --clear-groups env -u HFS3_CACHE_DIR -u XDG_CACHE_HOME HOME=/ \
-    "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" && fail "a cache under HOME=/ as nobody"
-  grep -q "^hfs3-manifest fetch: cache directory //.cache/hfs3 cannot be created (set HFS3_CACHE_DIR to a directory you can create.*mkdir //.cache: Permission denied" "$WORK/err" ||
-    { cat "$WORK/err"; fail "HOME=/ message"; }
+  # an explicit HFS3_CACHE_DIR that cannot be created: an error (the user asked for that one)
+  setpriv --reuid=65534 --regid=65534 --clear-groups env HFS3_CACHE_DIR=/proc/hfs3-none/cache \
+    "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" && fail "an HFS3_CACHE_DIR that cannot be created"
+  grep -q "^hfs3-manifest fetch: cache directory /proc/hfs3-none/cache cannot be created (set HFS3_CACHE_DIR to a directory you can create.*mkdir /proc/hfs3-none: " "$WORK/err" ||
+    { cat "$WORK/err"; fail "HFS3_CACHE_DIR message"; }
   one_line "$WORK/err"
   ok "a cache that cannot be created: the mkdir and its cause, and what to set"
+  # issue 24 §3.7: the default cache of uid 65534 with HOME=/ (as in a container): fetch falls back to
+  # $TMPDIR/hfs3-<uid> with one warning, as the shim does, so a server through the shim reads what fetch cached
+  mkdir -m 1777 "$WORK/tmpfb"
+  nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env -u HFS3_CACHE_DIR -u XDG_CACHE_HOME HOME=/ TMPDIR="$WORK/tmpfb")
+  "${nobody[@]}" "$H" fetch s3test:models/m1 >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "fetch as nobody with HOME=/"; }
+  grep -qxF "hfs3: warning: cache directory //.cache/hfs3 cannot be created (set HFS3_CACHE_DIR to a directory you can create, or create it: install -d -m 700 DIR): mkdir //.cache: Permission denied; using $WORK/tmpfb/hfs3-65534 (set HFS3_CACHE_DIR to choose)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "HOME=/: the fallback's warning"; }
+  one_line "$WORK/err"
+  [ "$(stat -c '%u %a' "$WORK/tmpfb/hfs3-65534")" = "65534 700" ] || fail "the fallback is not a private directory"
+  if [ -n "${HFS3_SHIM:-}" ] && [ -f "$HFS3_SHIM" ]; then
+    "${nobody[@]}" HFS3_OFFLINE=1 HFS3_LOG=error HFS3_HELPER="$H" HFS3_MOUNTS="$WORK/mnt/fb=s3test:models/m1" \
+      LD_PRELOAD="$HFS3_SHIM" cat "$WORK/mnt/fb/config.json" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "the shim in the same fallback"; }
+    cmp -s "$WORK/out" "$WORK/m/config.json" || fail "the shim read other bytes from the fallback"
+  fi
+  ok "the default cache with HOME=/: fetch and the shim use the same \$TMPDIR/hfs3-<uid>, one warning"
+fi
+
+# issue 24 §3.8: the next step for a server that is down, a misspelt s3://, a missing RCLONE_CONFIG file
+RCLONE_CONFIG_DOWN_TYPE=s3 RCLONE_CONFIG_DOWN_ENDPOINT=http://127.0.0.1:1 expect_exit 1 "a server that is down" "$H" show down:b/p
+grep -q "^hfs3-manifest show: down:b/p: s3: GET b/p/.hfs3/manifest.json: .*: is the server at http://127.0.0.1:1 up and reachable from here? if so, check the endpoint of down:b/p$" "$WORK/err" ||
+  { cat "$WORK/err"; fail "server down: no next step"; }
+one_line "$WORK/err"
+expect_exit 2 "s3:/ for s3://" "$H" show s3:/models/m1
+grep -qxF "hfs3-manifest show: s3:/models/m1: remote s3: not found in rclone config $RCLONE_CONFIG (nor RCLONE_CONFIG_S3_TYPE); did you mean s3://models/m1?" "$WORK/err" ||
+  { cat "$WORK/err"; fail "s3:/: no hint"; }
+RCLONE_CONFIG=$WORK/no-such.conf expect_exit 2 "a missing RCLONE_CONFIG" "$H" show conf:models/m1
+grep -qxF "hfs3-manifest show: conf:models/m1: remote conf: the rclone config file $WORK/no-such.conf (RCLONE_CONFIG) does not exist, and RCLONE_CONFIG_CONF_TYPE is not set: fix RCLONE_CONFIG or define the remote with RCLONE_CONFIG_CONF_* variables" "$WORK/err" ||
+  { cat "$WORK/err"; fail "missing RCLONE_CONFIG: not said"; }
+ok "a server that is down, s3:/ for s3://, a missing RCLONE_CONFIG file: each says what to do"
+
+# issue 24 §3.1: run --mount with a remote this process cannot resolve (a server without the remote's
+# variables, fed by an init container) runs from the cache as the shim alone does; nothing cached: one line
+if [ -n "${HFS3_SHIM:-}" ] && [ -f "$HFS3_SHIM" ]; then
+  noremote=(env -u RCLONE_CONFIG_S3TEST_TYPE -u RCLONE_CONFIG_S3TEST_ENDPOINT -u RCLONE_CONFIG_S3TEST_ACCESS_KEY_ID
+    -u RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY HFS3_OFFLINE=1)
+  expect_exit 0 "run offline without the remote's variables" "${noremote[@]}" "$H" run --mount "$WORK/mnt/m1=s3test:models/m1" -- \
+    cat "$WORK/mnt/m1/config.json"
+  cmp -s "$WORK/out" "$WORK/m/config.json" || { cat "$WORK/out" "$WORK/err"; fail "run offline: wrong content"; }
+  expect_exit 2 "run offline, nothing cached" "${noremote[@]}" "$H" run --mount "$WORK/mnt/x=s3test:models/nomanifest" -- true
+  grep -qxF "hfs3-manifest run: --mount '$WORK/mnt/x=s3test:models/nomanifest': remote s3test: not found in rclone config $RCLONE_CONFIG (nor RCLONE_CONFIG_S3TEST_TYPE) (and no manifest of it is cached here)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "run, nothing cached: message"; }
+  ok "run --mount offline without the remote's variables: served from the cache; nothing cached: one line"
 fi
 
 # fetch counts failed files and exits 1
@@ -93,6 +136,7 @@ expect_exit 1 "fetch with a missing object" "$H" fetch s3test:models/m1
 grep -q "^s3test:models/m1: 4 files, .* 1 failed$" "$WORK/out" || { cat "$WORK/out"; fail "summary does not count the failure"; }
 grep -q "^hfs3-manifest fetch: s3test:models/m1: s3://models/m1/tokenizer.json is gone (404 NoSuchKey): the prefix changed since the manifest was built; run hfs3-manifest build s3test:models/m1" "$WORK/err" ||
   { cat "$WORK/err"; fail "the failed file is not named with what to do"; }
-grep -q "^hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed" "$WORK/err" || { cat "$WORK/err"; fail "failure line"; }
+grep -qxF "hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed (each named above): the prefix changed since the manifest was built; run hfs3-manifest build s3test:models/m1, then fetch again" "$WORK/err" ||
+  { cat "$WORK/err"; fail "failure line: the next step is build"; }
 ok "fetch: the summary counts failed files, exit 1"
 echo "all ok"

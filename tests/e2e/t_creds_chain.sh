@@ -34,7 +34,7 @@ export AWS_REGION=us-east-1 AWS_ENDPOINT_URL_S3=$S3_ENDPOINT
 run() { local n=$1; shift; set +e; "$@" >"$WORK/$n.out" 2>&1; RC=$?; set -e; }
 fetch() { local n=$1; shift; run "$n" env HFS3_CACHE_DIR="$WORK/cache-$n" "$@" "$HFS3_BIN" fetch s3://models/m1; }
 expect_ok() { [ "$RC" = 0 ] || { cat "$WORK/$1.out"; fail "$1: exit $RC"; }
-  grep -q "^s3://models/m1: 4 files, $total bytes fetched" "$WORK/$1.out" || { cat "$WORK/$1.out"; fail "$1: summary"; }; }
+  grep -q "^s3://models/m1: 4 files, $(human_bytes "$total") fetched" "$WORK/$1.out" || { cat "$WORK/$1.out"; fail "$1: summary"; }; }
 expect_err() { # NAME STATUS PATTERN: exit STATUS, one line matching PATTERN
   [ "$RC" = "$2" ] || { cat "$WORK/$1.out"; fail "$1: exit $RC, expected $2"; }
   one_line "$WORK/$1.out"

@@ -60,7 +60,7 @@ fetch() { local name=$1; shift; run "$name" env "$@" HFS3_CACHE_DIR="$WORK/cache
 export AWS_ROLE_ARN=$WEB_ARN AWS_ROLE_SESSION_NAME=e2e
 fetch web1 AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/token.good"
 [ "$RC" = 0 ] || { cat "$WORK/web1.out"; fail "web identity fetch: exit $RC"; }
-grep -q '^s3://models/m: 3 files, 300021 bytes fetched' "$WORK/web1.out" || { cat "$WORK/web1.out"; fail "web identity: summary"; }
+grep -q '^s3://models/m: 3 files, 293.0 KiB fetched' "$WORK/web1.out" || { cat "$WORK/web1.out"; fail "web identity: summary"; }
 [ "$(grep -c 'web identity: POST' "$WORK/web1.out")" = 1 ] || { cat "$WORK/web1.out"; fail "one STS request"; }
 ok "web identity: a good token gives keys (one STS request) and a real fetch"
 

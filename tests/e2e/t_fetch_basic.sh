@@ -15,9 +15,9 @@ ok "published"
 total=$(cat "$WORK"/m/config.json "$WORK"/m/tokenizer.json "$WORK"/m/model.safetensors | wc -c)
 export HFS3_CACHE_DIR=$WORK/cache
 expect_exit 0 "fetch" "$HFS3_BIN" fetch s3test:models/m1
-grep -q "^s3test:models/m1: 4 files, $total bytes fetched, 0 bytes already cached" "$WORK/out" ||
+grep -q "^s3test:models/m1: 4 files, $(human_bytes "$total") fetched, 0 B already cached, [0-9.]* s, [0-9.]* [kMG]*B/s, 0 failed$" "$WORK/out" ||
   { cat "$WORK/out"; fail "summary line"; }
-[ ! -s "$WORK/err" ] || { cat "$WORK/err"; fail "fetch wrote to stderr (not a terminal: must be quiet)"; }
+! grep -v '^fetch: [0-9]*% of ' "$WORK/err" || fail "fetch wrote to stderr (not a terminal: progress lines only)"
 for f in config.json tokenizer.json model.safetensors sub/empty.txt; do
   b=$HFS3_CACHE_DIR/blobs/$(blob_of "$WORK/m/$f")
   [ -f "$b" ] || fail "no blob for $f"
@@ -33,7 +33,7 @@ for f in manifest.json etag index; do [ -f "$HFS3_CACHE_DIR/mounts/$key/$f" ] ||
 ok "fetch: 4 blobs verified, modes 0700/0444, tmp empty"
 
 expect_exit 0 "fetch again" "$HFS3_BIN" fetch s3test:models/m1
-grep -q ": 4 files, 0 bytes fetched, $total bytes already cached" "$WORK/out" || { cat "$WORK/out"; fail "rerun"; }
+grep -q ": 4 files, 0 B fetched, $(human_bytes "$total") already cached" "$WORK/out" || { cat "$WORK/out"; fail "rerun"; }
 ok "rerun: nothing fetched"
 
 # _index: a 304 touches the index; a missing manifest writes error; offline uses the cached one

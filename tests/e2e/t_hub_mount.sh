@@ -4,10 +4,10 @@
 # unchanged); the hub's root lists the repositories and nothing else; python3 (the huggingface_hub offline pattern:
 # refs/main, then snapshots/<rev>/...) and coreutils read two repositories; a name not in the list is ENOENT; a
 # repository added while a process runs is seen after HFS3_HUB_TTL; 300 repositories list through a paged
-# delimiter listing (the server pages 50 at a time); fetch of a repository path, then HFS3_OFFLINE=1 through the hub.
+# delimiter listing (the client asks 50 at a time, as S3 honours max-keys); fetch of a repository path, then
+# HFS3_OFFLINE=1 through the hub. The server is the one scripts/s3env.sh starts for users, as they get it.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"; source "$HFS3_ROOT/tests/e2e/lib.sh"
-export S3ENV_MAX_KEYS=50   # the Node server pages delimiter listings as S3 does, 50 per page (RGW: 1,000)
 s3env_start "$WORK"; trap s3env_stop EXIT
 gen() { python3 "$HFS3_ROOT/scripts/gen_model.py" "$@"; }
 gen hf-cache "$WORK/src/models--org--a" --shards 0.2,0.1 --seed 31
@@ -158,7 +158,12 @@ export HFS3_MOUNTS="$HFS3_MOUNTS;/models/big=s3test:models/big"
 [ "$(P ls /models/big | wc -l)" = 300 ] || fail "300 repositories listed"
 [ "$(P cat /models/big/models--many--m299/a.txt)" = "repository 299" ] || fail "the last of 300"
 [ "$(P cat /models/big/models--many--m000/a.txt)" = "repository 0" ] || fail "the first of 300"
-ok "a hub of 300 repositories (a delimiter listing of 6 pages) lists and reads"
+# the delimiter listing the hub's list comes from, in pages of 50 common prefixes (max-keys, continuation tokens)
+S3CLI_MAX_KEYS=50 "$HFS3_ROOT/$BUILD/tools/s3cli" "$S3_ENDPOINT" models "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" \
+  listdir big/ >"$WORK/listdir" || fail "listdir in pages of 50"
+[ "$(grep -c '^big/models--many--m[0-9]*/$' "$WORK/listdir")" = 300 ] && [ "$(wc -l <"$WORK/listdir")" = 300 ] ||
+  { head "$WORK/listdir"; fail "300 common prefixes over 6 pages"; }
+ok "a hub of 300 repositories lists and reads; its delimiter listing in pages of 50 gives all 300"
 
 # sub-mounts are made lock-free when first looked at: threads that look at 60 cold repositories at once, while
 # the main thread forks every few milliseconds and each child reads one of them too; in a cache of its own
@@ -222,3 +227,27 @@ export HFS3_CACHE_DIR=$WORK/cache3
 grep -q "^s3test:models/hub: a hub: 1 repositories fetched, 0 failed$" "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo summary"; }
 grep -q "^s3test:models/hub/datasets--org--d: " "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo line"; }
 ok "fetch --repo NAME HUB fetches that repository"
+
+# issue 24 §3.3: a hub is a hub in cache du and status (its repositories, fetched or not), not "no manifest";
+# show and verify on the hub's prefix advise build --all, not build (one flat manifest of the whole hub)
+"$HFS3_BIN" cache du >"$WORK/du" 2>&1 || { cat "$WORK/du"; fail "cache du"; }
+n=$(sed -n 's/^s3test:models\/hub: a hub of \([0-9]*\) repositories, 1 fetched:$/\1/p' "$WORK/du")
+[ "$n" -ge 3 ] 2>/dev/null || { cat "$WORK/du"; fail "cache du: no hub line"; }
+"$HFS3_BIN" status >"$WORK/st" 2>&1 || { cat "$WORK/st"; fail "status"; }
+for f in du st; do
+  grep -qx "s3test:models/hub: a hub of $n repositories, 1 fetched:" "$WORK/$f" &&
+    grep -q "^  datasets--org--d: [0-9]* files, [0-9]* cached" "$WORK/$f" && grep -qx "  models--org--a: not fetched" "$WORK/$f" &&
+    ! grep -q "no manifest" "$WORK/$f" || { cat "$WORK/$f"; fail "$f: the hub is not shown as a hub"; }
+done
+"$HFS3_BIN" status --json | python3 -c '
+import json, sys
+m = [m for m in json.load(sys.stdin)["mounts"] if m["remote"] == "s3test:models/hub"][0]
+r = {x["repository"]: x["fetched"] for x in m["repositories"]}
+sys.exit(not (m["hub"] is True and "manifest_error" not in m and r["datasets--org--d"] is True and r["models--org--a"] is False))' ||
+  fail "status --json: the hub"
+for cmd in show verify; do
+  expect_exit 1 "$cmd on a hub" "$HFS3_BIN" $cmd s3test:models/hub
+  grep -qxF "hfs3-manifest $cmd: s3test:models/hub is a hub of $n repositories (datasets--org--d, ...) with no manifest of its own: run hfs3-manifest build --all s3test:models/hub, which builds each repository's (one repository: s3test:models/hub/datasets--org--d)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "$cmd on a hub: advice"; }
+done
+ok "a hub in cache du and status (its $n repositories, 1 fetched), show and verify on it advise build --all"

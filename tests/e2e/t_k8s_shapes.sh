@@ -230,6 +230,10 @@ as 0 0 "" env HFS3_CACHE_DIR="$v/hfs3" "$HFS3_BIN" fetch s3test:models/m1 >/dev/
 expect_exit 1 "server uid 1000 in root's private cache" as $SRV_UID $SRV_GID "" env HFS3_CACHE_DIR="$v/hfs3" "$HFS3_BIN" fetch s3test:models/m1
 grep -q "^hfs3-manifest fetch: cache directory $v/hfs3 belongs to uid 0, not to you (uid 1000).*fsGroup.*run the init container as uid 1000" "$WORK/err" || { cat "$WORK/err"; fail "message for root's private cache"; }
 one_line "$WORK/err"
+# the server through the shim says the same, not "Permission denied" (issue 24 §3.8)
+server $SRV_UID $SRV_GID "" "$v/hfs3" >"$WORK/out" 2>"$WORK/err" && fail "server in root's private cache"
+grep -q "^hfs3: cache directory $v/hfs3: belongs to uid 0, not to you (uid 1000): a private cache must be yours .*fsGroup): mounts fail with EIO$" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the shim's message for root's private cache"; }
 expect_exit 1 "the volume itself as the cache" env HFS3_CACHE_DIR="$v" "$HFS3_BIN" fetch s3test:models/m1
 grep -q "cache directory $v is writable by others (mode 0777), a volume as kubelet mounts an emptyDir.*set HFS3_CACHE_DIR to a folder inside it" "$WORK/err" || { cat "$WORK/err"; fail "message for the volume itself"; }
 one_line "$WORK/err"
@@ -249,7 +253,7 @@ v=$(volume key 0777)
 env HFS3_CACHE_DIR="$v/hfs3" "$HFS3_BIN" fetch s3test:models//m1// >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "fetch with slashes"; }
 for spec in s3test:models/m1 s3test:models/m1/ "s3test:models//m1"; do
   env HFS3_CACHE_DIR="$v/hfs3" HFS3_OFFLINE=1 "$HFS3_BIN" fetch "$spec" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "offline fetch $spec"; }
-  grep -q ": 4 files, 0 bytes fetched" "$WORK/out" || fail "offline $spec: $(cat "$WORK/out")"
+  grep -q ": 4 files, 0 B fetched" "$WORK/out" || fail "offline $spec: $(cat "$WORK/out")"
 done
 ok "REMOTE spellings with trailing and doubled slashes share one cache entry"
 echo "all ok"

@@ -133,3 +133,16 @@ expect_exit 2 "unknown remote" $H show nosuch:models/flat; one_line "$WORK/err"
 expect_exit 2 "bad flag" $H build --frobnicate $R
 expect_exit 1 "empty prefix" $H build s3test:models/nothing-here
 ok "usage and configuration errors exit 2"
+
+# issue 24 §3.5: a shard edited after its download: its .metadata no longer holds (huggingface_hub's rule: the
+# file's mtime at most 1 s past the metadata's timestamp), so build hashes it instead of repeating the old sha256
+S=model-00002-of-00002.safetensors
+head -c 1000 /dev/urandom >>"$WORK/flat/$S"; touch -d '+10 sec' "$WORK/flat/$S"
+rclone copy "$WORK/flat" $R
+$H build $R >"$WORK/sum3"
+grep -q " 2 metadata, .* (.metadata of a file changed since, or of unknown mtime, not used)" "$WORK/sum3" ||
+  { cat "$WORK/sum3"; fail "the outdated metadata was used"; }
+$H show --json $R | python3 -c 'import hashlib,json,sys; m=json.load(sys.stdin); e=[e for e in m["entries"] if e["path"]==sys.argv[1]][0]; sys.exit(e["sha256"] != hashlib.sha256(open(sys.argv[2],"rb").read()).hexdigest())' \
+  "$S" "$WORK/flat/$S" || fail "the edited shard's sha256 is not its content's"
+$H build --local "$WORK/flat" -o /dev/null $R 2>"$WORK/local2.err" || { cat "$WORK/local2.err"; fail "--local after an edit"; }
+ok "a file edited after its .metadata: hashed, its sha256 the new content's"

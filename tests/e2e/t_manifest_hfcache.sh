@@ -69,3 +69,14 @@ rclone copy --links "$WORK/bad4" s3test:models/bad4
 expect_exit 1 "symlink loop" $H build s3test:models/bad4
 grep -qi "loop" "$WORK/err" || { cat "$WORK/err"; fail "loop named"; }
 ok "refuses escaping links, x beside x.rclonelink, a beside a/, loops"
+
+# issue 24 §3.6: the same repo uploaded without --links (rclone skips every symlink, so snapshots/ is missing):
+# refused with what to run, nothing written; --layout flat still takes it as it is
+R2=s3test:models/nolinks/models--org--tiny
+rclone copy "$WORK/repo" $R2 2>/dev/null
+expect_exit 1 "build of an HF cache uploaded without --links" $H build $R2
+grep -qxF "$R2: blobs/ and refs/ but no snapshots/: an HF cache repository uploaded without its symlinks (rclone skips them unless told); upload it again with rclone copy --links LOCAL_REPO $R2, then build (or build --layout flat to take it as it is)" "$WORK/err" ||
+  { cat "$WORK/err"; fail "no advice for an HF cache uploaded without --links"; }
+! rclone lsf $R2/.hfs3/ 2>/dev/null | grep -q manifest.json || fail "a manifest was written"
+$H build --layout flat $R2 >/dev/null 2>&1 || fail "--layout flat on it"
+ok "an HF cache uploaded without --links: build says to upload with rclone copy --links"

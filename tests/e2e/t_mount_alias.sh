@@ -77,7 +77,7 @@ d_s3=$(grep -lx 's3://models/qwen' "$HFS3_CACHE_DIR"/mounts/*/remote || true)
 ok "the new spelling's entry records http://127.0.0.1:$P/models/qwen"
 # the offline CLI too
 HFS3_OFFLINE=1 expect_exit 0 "offline fetch with another spelling" "$H" fetch othername:/models/qwen
-grep -q " 0 bytes fetched, .* 0 failed" "$WORK/out" || { cat "$WORK/out"; fail "offline fetch: nothing to fetch"; }
+grep -q " 0 B fetched, .* 0 failed" "$WORK/out" || { cat "$WORK/out"; fail "offline fetch: nothing to fetch"; }
 [ "$(wc -l <"$LOG")" = "$n0" ] || fail "offline fetch made requests"
 ok "offline fetch with othername:/models/qwen: all cached, 0 requests"
 

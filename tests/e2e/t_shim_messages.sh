@@ -36,4 +36,18 @@ shim_check "HFS3_LOG=debug: which helper and why" grep -q "^hfs3: helper: $HFS3_
 
 err=$(HFS3_MOUNTS="nonsense;also-bad" LD_PRELOAD=$HFS3_SHIM cat "$WORK/afile" 2>&1); echo "$err"
 shim_check "HFS3_MOUNTS with no valid mount: said once" test "$(grep -c '^hfs3: HFS3_MOUNTS: ignoring "nonsense"' <<<"$err")" = 1
+# issue 24 §3.8: blanks around '=' (a silent ENOENT before), and which mount an overlapping one overlaps
+err=$(HFS3_MOUNTS="$M/flat = s3test:models/flat" LD_PRELOAD=$HFS3_SHIM cat "$WORK/afile" 2>&1); echo "$err"
+shim_check "HFS3_MOUNTS with blanks around '=': said" test "$err" = "hfs3: HFS3_MOUNTS: ignoring \"$M/flat = s3test:models/flat\" (a blank around '=': write /LOCALPATH=REMOTE with no blanks)"
+err=$(HFS3_MOUNTS="$M/flat=s3test:models/flat;$M/flat/sub=s3test:models/none" LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt" 2>&1); echo "$err"
+shim_check "overlapping mounts: names the mount overlapped" grep -qxF "hfs3: HFS3_MOUNTS: $M/flat/sub overlaps the mount $M/flat=s3test:models/flat: ignored (mounts may not nest or repeat)" <<<"$err"
+# issue 24 §3.4: a rebuild within the manifest TTL: a new program's open fails once with what to do (open it
+# again, not build), and the cache has the new manifest at once, so the next open gets the new content
+export HFS3_CACHE_DIR=$WORK/cache5
+shim cat "$M/flat/a.txt" >/dev/null 2>&1
+printf 'new content of b\n' >"$WORK/b.new"
+rclone copyto "$WORK/b.new" s3test:models/flat/dir/b.bin && "$HFS3_BIN" build s3test:models/flat >/dev/null || exit 1
+err=$(shim cat "$M/flat/dir/b.bin" 2>&1 >/dev/null); echo "$err"
+shim_check "a rebuild within the TTL: open it again, said once" test "$(grep -c '^hfs3:' <<<"$err"):$(grep -cxF "hfs3: $M/flat/dir/b.bin: fetch failed: s3test:models/flat: dir/b.bin: the manifest was rebuilt since it was cached; the cache has the new one now: open it again (a running program's mounts reload it within HFS3_MANIFEST_TTL, 60 s by default; a new program's at once)" <<<"$err")" = 1:1
+shim_check "a rebuild within the TTL: the next open gets the new content" test "$(shim cat "$M/flat/dir/b.bin")" = "new content of b"
 exit $((SHIM_FAILS > 0))

@@ -1,6 +1,7 @@
 /* s3cli.c - a small driver of lib/s3.c for end-to-end tests (not installed):
- *   s3cli ENDPOINT BUCKET ACCESS SECRET list PREFIX | get KEY [OFF LEN] | head KEY | put KEY FILE
- * ACCESS "-" means anonymous. list prints "key<TAB>size<TAB>etag<TAB>mtime" lines; get writes the body to
+ *   s3cli ENDPOINT BUCKET ACCESS SECRET list PREFIX | listdir PREFIX | get KEY [OFF LEN] | head KEY | put KEY FILE
+ * ACCESS "-" means anonymous. list prints "key<TAB>size<TAB>etag<TAB>mtime" lines; listdir (delimiter '/') the
+ * objects directly under PREFIX ("key<TAB>size"), then its common prefixes (one per line); get writes the body to
  * stdout; head prints "size etag mtime"; put prints the new ETag. Errors: one line on stderr, exit 1
  * (2 for usage). Environment: S3CLI_MAX_KEYS (ListObjectsV2 page size), S3CLI_RETRIES, S3CLI_BACKOFF_MS,
  * S3CLI_SESSION_TOKEN, S3CLI_VIRTUAL=1 (virtual-hosted addressing), S3CLI_IF_MATCH and
@@ -75,6 +76,15 @@ int main(int argc, char **argv)
             printf("%s\t%llu\t%s\t%lld\n", l.v[i].key, (unsigned long long)l.v[i].size,
                    l.v[i].etag ? l.v[i].etag : "-", l.v[i].mtime);
         hfs3_s3_list_free(&l);
+    } else if (!strcmp(cmd, "listdir") && argc == 7) {
+        hfs3_s3_list o = {0}, p = {0};
+        rc = hfs3_s3_list_dir(c, argv[6], &o, &p);
+        for (size_t i = 0; rc == 0 && i < o.n; i++)
+            printf("%s\t%llu\n", o.v[i].key, (unsigned long long)o.v[i].size);
+        for (size_t i = 0; rc == 0 && i < p.n; i++)
+            printf("%s\n", p.v[i].key);
+        hfs3_s3_list_free(&o);
+        hfs3_s3_list_free(&p);
     } else if (!strcmp(cmd, "get") && (argc == 7 || argc == 9)) {
         hfs3_s3_get g;
         memset(&g, 0, sizeof g);

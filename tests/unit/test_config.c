@@ -725,6 +725,17 @@ static void rclone_env_only(void)
     /* no config file at all: $HOME/.config/rclone/rclone.conf does not exist */
     bad("s3test:models", "not found in rclone config ");
     CHECK(strstr(hfs3_errmsg(), P("home/.config/rclone/rclone.conf")) != NULL);
+    CHECK(strstr(hfs3_errmsg(), "rclone.conf, which does not exist (nor RCLONE_CONFIG_S3TEST_TYPE)") != NULL);
+    /* s3:/b and s3:b are a misspelt s3:// */
+    bad("s3:/models/x", "remote s3: not found in rclone config ");
+    CHECK(hfs3_ends_with(hfs3_errmsg(), "(nor RCLONE_CONFIG_S3_TYPE); did you mean s3://models/x?"));
+    bad("s3:models", "; did you mean s3://models?");
+    /* RCLONE_CONFIG naming a file that is not there: said so */
+    setenv("RCLONE_CONFIG", P("no-such-rclone.conf"), 1);
+    bad("s3test:models", "remote s3test: the rclone config file ");
+    CHECK(strstr(hfs3_errmsg(), "no-such-rclone.conf (RCLONE_CONFIG) does not exist, and RCLONE_CONFIG_S3TEST_TYPE is "
+                 "not set: fix RCLONE_CONFIG or define the remote with RCLONE_CONFIG_S3TEST_* variables") != NULL);
+    unsetenv("RCLONE_CONFIG");
     setenv("RCLONE_CONFIG_S3TEST_TYPE", "s3", 1);
     setenv("RCLONE_CONFIG_S3TEST_PROVIDER", "Other", 1);
     setenv("RCLONE_CONFIG_S3TEST_ACCESS_KEY_ID", "S3RVER", 1);

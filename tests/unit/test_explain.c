@@ -58,7 +58,15 @@ static void explain(void)
                  "secret key (and the access key and session token) there");
     hfs3_err(-ECONNREFUSED, "s3: GET %s: Couldn't connect to server", mk);
     hfs3_explain_s3(r, mk, -ECONNREFUSED);
-    CHECK_EQ_STR(hfs3_errmsg(), "minio:models/qwen/: s3: GET qwen/.hfs3/manifest.json: Couldn't connect to server");
+    CHECK_EQ_STR(hfs3_errmsg(), "minio:models/qwen/: s3: GET qwen/.hfs3/manifest.json: Couldn't connect to server: "
+                 "is the server at http://127.0.0.1:9000 up and reachable from here? if so, check the endpoint "
+                 "of minio:models/qwen/");
+    /* an ETag that changed since the build (fetch.c's If-Match): what to run */
+    hfs3_err(-ESTALE, "minio:models/qwen/: a.bin: object changed since the manifest was built (If-Match \"x\" failed)");
+    hfs3_explain_s3(r, "qwen/a.bin", -ESTALE);
+    CHECK_EQ_STR(hfs3_errmsg(), "minio:models/qwen/: a.bin: object changed since the manifest was built (If-Match \"x\" "
+                 "failed); run hfs3-manifest build minio:models/qwen/ (hfs3-manifest verify minio:models/qwen/ lists "
+                 "every difference)");
     /* a message naming the remote already is left alone */
     hfs3_err(-EIO, "minio:models/qwen/: something");
     hfs3_explain_s3(r, NULL, -EIO);
