@@ -25,7 +25,7 @@ static int skel_under(const char *real, const char *cache)
  * object. A directory is walked up with ".." (at most 256 levels) and compared with the cache directory and the
  * configured mount points that exist on disk; a file cannot be walked up, so a regular file without write
  * permission on the cache's device is taken for a blob (the helper installs them 0444 or 0440). */
-static int fd_guarded_noproc(int fd)
+static __attribute__((noinline)) int fd_guarded_noproc(int fd)
 {
     struct stat st, rc, x;
     if (sh_r.fstat(fd, &st) < 0)
@@ -108,15 +108,15 @@ static int open_existing_ok(int pfd, const char *base, int oflags)
 /* An open of the entry base of an unguarded directory pfd whose last component is a symlink (followed, as the
  * kernel would: no O_NOFOLLOW): 1 when its target is guarded and the open writes it (a blob behind
  * /proc/self/fd/N, a file under a mount's real directory). A dangling symlink: 2 (the kernel creates its target
- * when O_CREAT: the caller follows it). Uses t->b and t->c. */
-static int open_through_link(int pfd, const char *base, int oflags, struct sh_scratch *t)
+ * when O_CREAT: the caller follows it). Uses t->b and t->c, and the caller's st (the stack budget: the caller's
+ * chain is on the write path of every call outside the mounts, 2 KiB in all). */
+static int open_through_link(int pfd, const char *base, int oflags, struct sh_scratch *t, struct stat *st)
 {
-    struct stat st;
-    if (sh_r.fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
+    if (sh_r.fstatat(pfd, base, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st->st_mode))
         return 0;
-    if (sh_r.fstatat(pfd, base, &st, 0) != 0)
+    if (sh_r.fstatat(pfd, base, st, 0) != 0)
         return errno == ENOENT && (oflags & O_CREAT) ? 2 : 0;
-    if (S_ISDIR(st.st_mode) || !(oflags & (O_WRONLY | O_RDWR | O_TRUNC)))
+    if (S_ISDIR(st->st_mode) || !(oflags & (O_WRONLY | O_RDWR | O_TRUNC)))
         return 0; /* the kernel's EISDIR, or an open that writes nothing */
     int fd = sh_r.openat(pfd, base, O_PATH | O_CLOEXEC);
     if (fd < 0)
@@ -207,7 +207,7 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
                    sh_r.fstatat(dirfd, dir, &ds, 0) == 0;
         if (memo && memo_has(&ds)) {
             /* the entry's own symlink, if it is one, is still to be followed (fopen: no O_NOFOLLOW to add) */
-            if (!link || (hit = open_through_link(dirfd, path, oflags, t)) != 2)
+            if (!link || (hit = open_through_link(dirfd, path, oflags, t, &ds)) != 2)
                 break;
             hit = memo = 0; /* a dangling symlink: followed below */
         }
@@ -221,12 +221,12 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
         if (hit && !whole && strlen(base) > NAME_MAX)
             hit = 0; /* no such name can be made: the real call gives the kernel's ENAMETOOLONG */
         if (hit && !whole && how == SH_W_CREATE) {
-            struct stat st;
-            hit = sh_r.fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0; /* there: the real call gives EEXIST */
+            /* ds is done with (memo_add above): the one struct stat of this frame */
+            hit = sh_r.fstatat(fd, base, &ds, AT_SYMLINK_NOFOLLOW) != 0; /* there: the real call gives EEXIST */
         } else if (hit && !whole && how == SH_W_OPEN)
             hit = !open_existing_ok(fd, base, oflags);
         ssize_t k;
-        if (!hit && !whole && link && (hit = open_through_link(fd, base, oflags, t)) == 2) {
+        if (!hit && !whole && link && (hit = open_through_link(fd, base, oflags, t, &ds)) == 2) {
             hit = 0;
             if ((k = REAL(readlinkat, ssize_t(*)(int, const char *, char *, size_t))(fd, base, t->d, SH_SCR - 1)) > 0) {
                 /* a dangling symlink: the kernel creates its target, relative to the link's directory */
