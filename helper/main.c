@@ -49,7 +49,11 @@ static const struct {
     {"HFS3_HUB_TTL", "s", "seconds a hub's repository list is used (default HFS3_MANIFEST_TTL)"},
     {"HFS3_STALL_TIMEOUT", "s", "seconds an open waits on a stalled fetch (default 120; 0: no limit)"},
     {"HFS3_HELPER", "hs", "the helper the shim runs (default: the installed hfs3-manifest)"},
+    {"HFS3_VERIFY", "h", "chunks (the shim's default) or whole (fetch's): how files are verified"},
+    {"HFS3_DURABLE", "h", "later (default): flushed after the answer; sync: before the install"},
     {"HFS3_TEST_RESOLVE", "t", "tests only: host:port:address[,...] overrides name resolution"},
+    {"HFS3_TEST_BOOT_ID", "ht", "tests only: a 36-character boot id, to simulate a reboot"},
+    {"HFS3_TEST_NO_FLUSH", "t", "tests only: 1 leaves the unflushed records, as a crash would"},
 };
 
 #define S3_VARS "HFS3_S3_ADDRESSING HFS3_TLS_VERIFY HFS3_RETRIES HFS3_LOW_SPEED_TIME HFS3_LOW_SPEED_LIMIT HFS3_LOG"
@@ -98,8 +102,10 @@ static const struct {
     {"fetch", cmd_fetch, "fetch [--repo NAME]... REMOTE",
      "Warms this machine's cache: fetches the manifest and every file of it (shards first), each verified\n"
      "against its sha256 and installed atomically; what is cached already is not fetched again. Prints\n"
-     "one summary line on stdout: files, failed files, bytes fetched, bytes already cached, seconds, MB/s;\n"
-     "exit 1 when any file failed. Progress is shown when stderr is a terminal. A server started later\n"
+     "one summary line on stdout in human units: files, bytes fetched, bytes already cached, seconds,\n"
+     "rate, failed files; exit 1 when any file failed or is no longer cached at the end, and at once when\n"
+     "the model is larger than HFS3_CACHE_MAX. Progress: a bar on a terminal, else a line every 5 s.\n"
+     "A server started later\n"
      "with the same HFS3_CACHE_DIR and a REMOTE that resolves to the same endpoint, bucket and prefix\n"
      "(however it is spelled) can then run with HFS3_OFFLINE=1.\n"
      "REMOTE may be a hub prefix (repository folders models--*, datasets--*, spaces--*, each with its own\n"

@@ -223,11 +223,12 @@ void hfs3_flush_spawn(const hfs3_cache *c)
     }
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) {
+        /* never the caller's stderr, even at debug: this process outlives the command, and a line written later
+         * lands in whatever the caller's terminal or log file holds by then (or, in a file truncated meanwhile,
+         * after a run of NULs) */
         dup2(nul, 0);
-        if (hfs3_log_level() < HFS3_LOG_DEBUG) {
-            dup2(nul, 1);
-            dup2(nul, 2);
-        }
+        dup2(nul, 1);
+        dup2(nul, 2);
         if (nul > 2)
             close(nul);
     }

@@ -80,7 +80,8 @@ size_t hfs3_progress_bar(const hfs3_progress_view *v, int width, char *out, size
         width = 20;
     size_t avail = (size_t)width - 1;
     int pct = percent(v);
-    snprintf(head, sizeof head, "%.16s %3d%%", v->phase ? v->phase : "", pct);
+    /* the phase in full on a usual terminal ("hashing local files"), cut to 16 where the bar needs the room */
+    snprintf(head, sizeof head, "%.*s %3d%%", width >= 60 ? 32 : 16, v->phase ? v->phase : "", pct);
     snprintf(bytes, sizeof bytes, "%s/%s", hfs3_human_bytes(v->done, a, sizeof a),
              hfs3_human_bytes(v->total, b, sizeof b));
     if (v->rate > 0)

@@ -51,8 +51,9 @@ HFS3_OFFLINE=1 expect_exit 1 "offline _index without a cache" "$HFS3_BIN" _index
 expect_exit 2 "_index of an unknown remote" "$HFS3_BIN" _index nosuchremote:models/m1
 ok "_index: offline and config errors"
 
-# S3 down while a manifest is cached: warn, exit 0
-RCLONE_CONFIG_S3TEST_ENDPOINT=http://127.0.0.1:1 expect_exit 0 "_index with S3 down" "$HFS3_BIN" _index s3test:models/m1
+# S3 down while a manifest is cached: warn, exit 0. Down at the same endpoint (a network namespace without a
+# loopback): another endpoint is another server, whose manifest this cache must not serve (t_mount_alias)
+expect_exit 0 "_index with S3 down" unshare -n "$HFS3_BIN" _index s3test:models/m1
 grep -q 'using the cached manifest' "$WORK/err" || { cat "$WORK/err"; fail "no warning"; }
 ok "_index: S3 unreachable with a cached index: $(head -1 "$WORK/err")"
 

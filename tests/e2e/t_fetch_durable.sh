@@ -106,7 +106,7 @@ PY
   [ "$(grep -c 'verifying it again' "$WORK/err")" = 3 ] || fail "expected three blobs verified again"
   grep -q "$SA.*refusing it; removed it, fetching it again" "$WORK/err" || fail "no refetch line for a"
   ! grep -q "$SC.*refusing" "$WORK/err" || fail "the intact blob was refused"
-  grep -q "8388608 bytes fetched" "$WORK/out" || { cat "$WORK/out"; fail "expected a and b (8 MiB) fetched again"; }
+  grep -q ", 8.0 MiB fetched" "$WORK/out" || { cat "$WORK/out"; fail "expected a and b (8 MiB) fetched again"; }
   wait_flushed
   ok "$P: fetch after a reboot: zeroed and torn unflushed blobs fetched again, the intact one verified and kept"
 
@@ -127,7 +127,7 @@ PY
   dd if=/dev/zero of="$CD/blobs/$SA" bs=1M count=1 conv=notrunc status=none
   HFS3_TEST_BOOT_ID=$C HFS3_LOG=debug "$HFS3_BIN" fetch s3test:models/$P >"$WORK/out" 2>"$WORK/err" || fail "fetch, boot C"
   ! grep -q 'verifying it again' "$WORK/err" || fail "a flushed blob was hashed again after a reboot"
-  grep -q " 0 bytes fetched" "$WORK/out" || { cat "$WORK/out"; fail "a flushed blob was fetched again"; }
+  grep -q ", 0 B fetched" "$WORK/out" || { cat "$WORK/out"; fail "a flushed blob was fetched again"; }
   HFS3_TEST_BOOT_ID=$C LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$CD/blobs/$SA" || fail "shim, boot C"
   ok "$P: flushed blobs are not hashed again after a reboot (fetch and shim)"
 

@@ -50,7 +50,7 @@ same() { cmp -s "$1" "$2"; }
 HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" fetch s3test:models/liar >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "liar fetch"; }
 [ ! -e "$CD/blobs/$SX" ] || fail "a chunk-checked blob entered blobs/ before its sha256 was checked"
 HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" fetch s3test:models/h >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "honest fetch"; }
-grep -q "9437184 bytes fetched" "$WORK/out" || { cat "$WORK/out"; fail "the honest fetch took the liar's copy"; }
+grep -q ", 9.0 MiB fetched" "$WORK/out" || { cat "$WORK/out"; fail "the honest fetch took the liar's copy"; }
 HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cat "$H/x.safetensors" >"$WORK/got" || fail "shim: honest read"
 same "$WORK/got" "$WORK/h/x.safetensors" || fail "the honest mount read the liar's bytes (shim)"
 HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cat "$L/x.safetensors" >"$WORK/got" || fail "shim: liar read"
