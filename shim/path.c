@@ -551,9 +551,9 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
     if (path[0] != '/' && nosym_miss(dirfd, path)) {
         /* no symlink in the relative part: the base (the cwd, a directory descriptor) is a real path, so the
          * joined path is where the call went; a mount's ancestor (cwd "/", path "models/x") is still one */
-        SH_LOC(j);
-        if (sh_classify_abs(rem, &j) == L_NONE)
-            goto none;
+        if (sh_classify_abs(rem, l) == L_NONE)
+            goto none_kpath; /* ("./top/.." from the parent of an ancestor: where the kernel goes, l->kpath) */
+        l->kpath = NULL;
     } else if (parent_rules_out(rem))
         goto none;
     size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
@@ -605,6 +605,8 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
         rl += 1 + n;
     }
 none:
+    l->kpath = NULL;
+none_kpath:
     l->kind = L_NONE;
     errno = e;
     return L_NONE;
