@@ -163,13 +163,17 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
             return -1;
         errno = e;
     }
+    SH_LOC(l);
     int out = sh_outside(dirfd, path);
     if (!out) { /* beside the mounts (a name under the same first directory): the same as outside */
-        SH_LOC(l);
         out = sh_classify(dirfd, path, &l) == L_NONE;
+        if (out && l.kpath) /* where the kernel goes: a ".." out of the mounts, a name below a synthesized ancestor */
+            path = l.kpath;
     }
     int nf = out && !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ? O_NOFOLLOW : 0;
-    if (sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
+    /* a mount's path (or an ancestor's) is opened by sh_open on its logical path, which never writes: the
+     * kernel's answers there; the guard would look in the skeleton (directories only: "M/file" O_CREAT: EROFS) */
+    if (out && sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
         errno = EROFS;
         return -1;
     }
@@ -353,7 +357,7 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     SH_LOC(l);
     int e = errno;
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
-        if (sh_wguard_on && fopen_refused(path, mode))
+        if (sh_wguard_on && fopen_refused(l.kpath ? l.kpath : path, mode))
             return NULL;
         FILE *f = real(l.kpath ? l.kpath : path, mode);
         if (f) {
@@ -362,7 +366,8 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
         }
         int ae;
         if (errno == ENOENT && sh_wguard_on &&
-            (ae = sh_anc_create_err(AT_FDCWD, path, (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
+            (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
+                                    (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
             errno = ae;
             return NULL;
         }
@@ -383,6 +388,8 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
     SH_LOC(l);
     int e = errno;
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        if (path && l.kpath) /* where the kernel goes (see do_fopen) */
+            path = l.kpath;
         if (path && sh_wguard_on && fopen_refused(path, mode))
             return NULL;
         /* no path: glibc reopens /proc/self/fd/N itself (an internal open the shim does not see); a stream on a
@@ -1209,10 +1216,22 @@ static int tmpl_ok(const char *p, int sl)
     size_t n = p ? strlen(p) : 0;
     return sl >= 0 && n >= (size_t)sl + 6 && !memcmp(p + n - (size_t)sl - 6, "XXXXXX", 6);
 }
+/* A create whose real call does not take the spelling the guard checks (a template filled in place, a socket's
+ * address): RO_CREATE may repoint the guard's copy at the logical tree (a ".." through a mount, a name below a
+ * synthesized ancestor), but the kernel resolves the caller's own spelling from the real cwd, which may be a
+ * skeleton directory in the cache: that spelling is guarded too. */
+#define RO_OWN(P)                                                                                           \
+    do {                                                                                                    \
+        if (!sh_outside(AT_FDCWD, (P)) && sh_wguard(AT_FDCWD, (P), SH_W_CREATE, 0)) {                       \
+            errno = EROFS;                                                                                  \
+            return -1;                                                                                      \
+        }                                                                                                   \
+    } while (0)
 #define RO_TEMP(P, SL, REALEXPR)                                                                            \
     do {                                                                                                    \
         if (!tmpl_ok((P), (SL)))                                                                            \
             return REALEXPR;                                                                                \
+        RO_OWN(P);                                                                                          \
         const char *tp_ = (P);   /* the guard's copy: REALEXPR fills in the caller's own template */       \
         RO_CREATE(AT_FDCWD, tp_, REALEXPR);                                                                 \
     } while (0)
@@ -1236,6 +1255,7 @@ static int mkdtemp_int(char *p)
     if (!tmpl_ok(p, 0))
         return real(p) ? 0 : -1;
     const char *tp = p;   /* the guard's copy: real() fills in the caller's own template */
+    RO_OWN(p);
     RO_CREATE_K(AT_FDCWD, tp, SH_C_DIR, real(p) ? 0 : -1);
 }
 SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
@@ -1244,6 +1264,7 @@ SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
  * name that is there). Abstract names and other families are the kernel's. */
 static int bind_path(int fd, const char *p, const struct sockaddr *a, socklen_t n)
 {
+    RO_OWN(p);
     RO_CREATE(AT_FDCWD, p, REAL(bind, int (*)(int, const struct sockaddr *, socklen_t))(fd, a, n));
 }
 SH_EXPORT int bind(int fd, const struct sockaddr *a, socklen_t n)
