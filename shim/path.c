@@ -376,6 +376,22 @@ int sh_map_back(const char *real, char *out, size_t outn)
     return sh_r.realpath(sh_cache, t->a) && map_under(real, t->a, out, outn);
 }
 
+/* A relative name from a directory of the mounts' tree (a cwd or a descriptor in a skeleton directory or a
+ * synthesized ancestor) that names neither a mount nor an ancestor: the kernel would look it up in the cache's copy
+ * (CACHE/mounts/ancestors/...), where a member of a shared cache can have made an entry; on a read-only tree only
+ * the mounts and their ancestors are there. The real call goes to the logical path (l->kpath): ENOENT unless the
+ * host has it; a create there is the ancestor's EROFS (sh_anc_create_err). */
+static int rel_logical(int k, struct sh_loc *l)
+{
+    if (k != L_NONE || l->kpath || !l->scr || l->path != l->scr->a)
+        return k;
+    size_t len = strlen(l->path);
+    if (l->slash && len > 1 && len + 1 < SH_PATH)
+        strcpy(l->path + len, "/");
+    l->kpath = l->path;
+    return k;
+}
+
 /* Classifies path relative to the cwd when the cwd is inside the skeleton of a mount (or an ancestor). */
 static int cwd_classify(const char *path, struct sh_loc *l)
 {
@@ -388,7 +404,7 @@ static int cwd_classify(const char *path, struct sh_loc *l)
     if (sh_map_back(t->a, t->b, SH_PATH)) {
         if ((size_t)snprintf(t->c, SH_SCR, "%s/%s", t->b, path) >= SH_SCR)
             return L_NONE;
-        return sh_classify_abs(t->c, l);
+        return rel_logical(sh_classify_abs(t->c, l), l);
     }
     /* not in a mount: remember it, unless a chdir came in between (vfork children share the word: no) */
     if (!sh_in_vfork())
@@ -411,7 +427,7 @@ static int join_classify(const char *base, const char *path, struct sh_loc *l)
     SH_SCRATCH(t);
     if ((size_t)snprintf(t->a, SH_SCR, "%s/%s", base, path) >= SH_SCR)
         return L_NONE;
-    return sh_classify_abs(t->a, l);
+    return rel_logical(sh_classify_abs(t->a, l), l);
 }
 
 int sh_classify(int dirfd, const char *path, struct sh_loc *l)
@@ -551,9 +567,9 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
     if (path[0] != '/' && nosym_miss(dirfd, path)) {
         /* no symlink in the relative part: the base (the cwd, a directory descriptor) is a real path, so the
          * joined path is where the call went; a mount's ancestor (cwd "/", path "models/x") is still one */
-        SH_LOC(j);
-        if (sh_classify_abs(rem, &j) == L_NONE)
-            goto none;
+        if (sh_classify_abs(rem, l) == L_NONE)
+            goto none_kpath; /* ("./top/.." from the parent of an ancestor: where the kernel goes, l->kpath) */
+        l->kpath = NULL;
     } else if (parent_rules_out(rem))
         goto none;
     size_t rl = 0;   /* res holds the resolved real prefix ("" = root) */
@@ -605,6 +621,8 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
         rl += 1 + n;
     }
 none:
+    l->kpath = NULL;
+none_kpath:
     l->kind = L_NONE;
     errno = e;
     return L_NONE;

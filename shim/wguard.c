@@ -181,9 +181,9 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
         errno = e;
         return hit;
     }
-    size_t n = strlen(path);
-    if (n >= SH_SCR)
-        return 0;
+    size_t n = strnlen(path, PATH_MAX);
+    if (n >= PATH_MAX)
+        return 0; /* the real call: the kernel's ENAMETOOLONG before any lookup */
     memcpy(t->a, path, n + 1);
     int tmpfile = how == SH_W_OPEN && (oflags & __O_TMPFILE) == __O_TMPFILE;
     int held = -1; /* the directory of a dangling symlink being followed (open O_CREAT), ours to close */
@@ -264,6 +264,8 @@ int sh_wguard_fd_slow(int fd)
 int sh_create_err(const struct sh_loc *l, int kind)
 {
     struct stat st;
+    if (l->err) /* a component before a ".." does not resolve: the parent's walk fails there */
+        return -l->err;
     int rc = kind == SH_C_PARENT ? -ENOENT : sh_stat(l, 0, &st);
     if (rc < 0 && rc != -ENOENT)
         return -rc;
@@ -311,7 +313,9 @@ int sh_anc_create_err(int dirfd, const char *path, int kind)
     t->a[pn] = 0;
     SH_LOC(pl);
     struct stat st;
-    if (sh_outside(dirfd, t->a) || sh_classify(dirfd, t->a, &pl) != L_ANC || sh_r.lstat(pl.path, &st) == 0 ||
+    /* (the real call failed: a cwd outside the mounts still reaches an ancestor by a relative name, the fallback's
+     * walk finds it) */
+    if ((sh_outside(dirfd, t->a) ? sh_fallback(dirfd, t->a, &pl) : sh_classify(dirfd, t->a, &pl)) != L_ANC || sh_r.lstat(pl.path, &st) == 0 ||
         sh_stat(&pl, 1, &st) < 0)
         return 0;
     if (kind == SH_C_PARENT)

@@ -37,14 +37,28 @@ static int anc_real(const struct sh_loc *l)
         }                                                                                                   \
         SH_LOC(l_);                                                                                         \
         if (fast_) {                                                                                        \
-            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE) {                                              \
+                if (l_.kpath) { /* a relative ".." through an ancestor: where the kernel would be */        \
+                    (PATH) = l_.kpath;                                                                      \
+                    errno = e_;                                                                             \
+                    rv_ = (REALEXPR);                                                                       \
+                }                                                                                           \
                 return rv_;                                                                                 \
+            }                                                                                               \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
             if (l_.kpath)                                                                                   \
                 (PATH) = l_.kpath;   /* a ".." out of the mounts: where the kernel would be */               \
             rv_ = (REALEXPR);                                                                               \
-            if (!(FAILED) || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)        \
+            if (!(FAILED) || !SH_FALLBACK_ERR(errno))                                                       \
                 return rv_;                                                                                 \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE) {                                              \
+                if (l_.kpath) {                                                                             \
+                    (PATH) = l_.kpath;                                                                      \
+                    errno = e_;                                                                             \
+                    rv_ = (REALEXPR);                                                                       \
+                }                                                                                           \
+                return rv_;                                                                                 \
+            }                                                                                               \
         }                                                                                                   \
         OURS;                                                                                               \
     } while (0)
@@ -59,14 +73,26 @@ static int anc_real(const struct sh_loc *l)
     {                                                                                                       \
         SH_LOC(l_);                                                                                         \
         if (fast_) {                                                                                        \
-            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE)                                                \
-                return -1;                                                                                  \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE) {                                              \
+                if (!l_.kpath)                                                                              \
+                    return -1;                                                                              \
+                (PATH) = l_.kpath; /* a relative ".." through an ancestor: where the kernel would be */     \
+                errno = e_;                                                                                 \
+                return (REALEXPR);                                                                          \
+            }                                                                                               \
         } else if (sh_classify((DIRFD), (PATH), &l_) == L_NONE || anc_real(&l_)) {                          \
             if (l_.kpath)                                                                                   \
                 (PATH) = l_.kpath;                                                                          \
             int rv_ = (REALEXPR);                                                                           \
-            if (rv_ >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback((DIRFD), (PATH), &l_) == L_NONE)         \
+            if (rv_ >= 0 || !SH_FALLBACK_ERR(errno))                                                        \
                 return rv_;                                                                                 \
+            if (sh_fallback((DIRFD), (PATH), &l_) == L_NONE) {                                              \
+                if (!l_.kpath)                                                                              \
+                    return rv_;                                                                             \
+                (PATH) = l_.kpath;                                                                          \
+                errno = e_;                                                                                 \
+                return (REALEXPR);                                                                          \
+            }                                                                                               \
         }                                                                                                   \
         OURS;                                                                                               \
     }                                                                                                       \
@@ -137,13 +163,17 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
             return -1;
         errno = e;
     }
+    SH_LOC(l);
     int out = sh_outside(dirfd, path);
     if (!out) { /* beside the mounts (a name under the same first directory): the same as outside */
-        SH_LOC(l);
         out = sh_classify(dirfd, path, &l) == L_NONE;
+        if (out && l.kpath) /* where the kernel goes: a ".." out of the mounts, a name below a synthesized ancestor */
+            path = l.kpath;
     }
     int nf = out && !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ? O_NOFOLLOW : 0;
-    if (sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
+    /* a mount's path (or an ancestor's) is opened by sh_open on its logical path, which never writes: the
+     * kernel's answers there; the guard would look in the skeleton (directories only: "M/file" O_CREAT: EROFS) */
+    if (out && sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
         errno = EROFS;
         return -1;
     }
@@ -327,7 +357,7 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
     SH_LOC(l);
     int e = errno;
     if (sh_outside(AT_FDCWD, path) || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
-        if (sh_wguard_on && fopen_refused(path, mode))
+        if (sh_wguard_on && fopen_refused(l.kpath ? l.kpath : path, mode))
             return NULL;
         FILE *f = real(l.kpath ? l.kpath : path, mode);
         if (f) {
@@ -336,7 +366,8 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
         }
         int ae;
         if (errno == ENOENT && sh_wguard_on &&
-            (ae = sh_anc_create_err(AT_FDCWD, path, (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
+            (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
+                                    (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
             errno = ae;
             return NULL;
         }
@@ -357,6 +388,8 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
     SH_LOC(l);
     int e = errno;
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
+        if (path && l.kpath) /* where the kernel goes (see do_fopen) */
+            path = l.kpath;
         if (path && sh_wguard_on && fopen_refused(path, mode))
             return NULL;
         /* no path: glibc reopens /proc/self/fd/N itself (an internal open the shim does not see); a stream on a
@@ -842,12 +875,131 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 #define GUARDED(DIRFD, P, HOW, OFL, REALEXPR)                                                               \
     (sh_wguard((DIRFD), (P), (HOW), (OFL)) ? (errno = EROFS, -1) : (REALEXPR))
 
-#define RO1(DIRFD, P, HOW, OFL, REALEXPR) RO1_(DIRFD, P, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))
-#define RO1_(DIRFD, P, REALEXPR)                                                                            \
+/* The kernel's answer to a write call that a mount (or a synthesized ancestor) refuses: it resolves the path first
+ * (the object, or for rmdir/unlink/rename the parent: filename_parentat) and only then says EROFS
+ * (mnt_want_write), so a path that does not resolve gives its ENOENT, ENOTDIR, ENAMETOOLONG. KIND: */
+enum { RO_PLAIN, RO_TRUNC, RO_RMDIR, RO_UNLINK };
+enum { LAST_NORM_, LAST_DOT_, LAST_DOTDOT_, LAST_ROOT_ };
+
+/* The kernel's stat of a spelling, mounts and ancestors included (as the stat wrappers answer): 0 or the errno. */
+static int look(int d, const char *p, int follow, struct stat *st)
+{
+    if (!p || !p[0])
+        return ENOENT;
+    if (strnlen(p, PATH_MAX) >= PATH_MAX)
+        return ENAMETOOLONG;
+    SH_LOC(l);
+    if (sh_outside(d, p) || sh_classify(d, p, &l) == L_NONE || anc_real(&l)) {
+        const char *kp = l.kpath ? l.kpath : p;
+        if (sh_r.fstatat(d, kp, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0)
+            return 0;
+        int e = errno;
+        if (!SH_FALLBACK_ERR(e) || sh_fallback(d, kp, &l) == L_NONE)
+            return l.kpath ? (sh_r.fstatat(d, l.kpath, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) ? errno : 0) : e;
+    }
+    int r = sh_stat(&l, follow, st);
+    return r < 0 ? -r : 0;
+}
+
+/* The kernel's filename_parentat of p: 0 or the errno of the walk to its last component's directory; *last: the
+ * last component's type (".", "..", "/" or a name). */
+static int parent_err(int d, const char *p, int *last)
+{
+    *last = LAST_NORM_;
+    if (!p || !p[0])
+        return ENOENT;
+    size_t n = strnlen(p, PATH_MAX);
+    if (n >= PATH_MAX)
+        return ENAMETOOLONG;
+    SH_SCRATCH(t);
+    memcpy(t->a, p, n + 1);
+    while (n > 1 && t->a[n - 1] == '/')
+        t->a[--n] = 0;
+    char *slash = strrchr(t->a, '/');
+    const char *base = slash ? slash + 1 : t->a, *dir = ".";
+    if (!strcmp(t->a, "/")) {
+        *last = LAST_ROOT_;
+        return 0;
+    }
+    *last = !strcmp(base, ".") ? LAST_DOT_ : !strcmp(base, "..") ? LAST_DOTDOT_ : LAST_NORM_;
+    if (slash == t->a)
+        dir = "/";
+    else if (slash) {
+        slash[1] = 0; /* "a/b" -> "a/": the walk of a directory */
+        dir = t->a;
+    }
+    struct stat st;
+    int e = look(d, dir, 1, &st);
+    return e ? e : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kind)
+{
+    struct stat st;
+    if (how != SH_W_PARENT) {
+        int r = sh_stat(l, how == SH_W_FOLLOW, &st);
+        if (r < 0)
+            return -r;
+        if (kind == RO_TRUNC) /* vfs_truncate: the type before the mount */
+            return S_ISDIR(st.st_mode) ? EISDIR : !S_ISREG(st.st_mode) ? EINVAL : EROFS;
+        return EROFS;
+    }
+    int last, e = parent_err(d, p, &last);
+    if (e)
+        return e;
+    if (kind == RO_UNLINK && last != LAST_NORM_)
+        return EISDIR;
+    if (kind == RO_RMDIR && last != LAST_NORM_)
+        return last == LAST_DOTDOT_ ? ENOTEMPTY : last == LAST_DOT_ ? EINVAL : EBUSY;
+    return EROFS;
+}
+
+#define RO1(DIRFD, P, HOW, OFL, REALEXPR) RO1K(DIRFD, P, HOW, OFL, RO_PLAIN, REALEXPR)
+/* rmdir, unlink past the fast path: a last component ".", ".." or "/" is answered by the kernel from the parent's
+ * walk whatever the file system (the real call on the spelling a ".." out of the mounts is repointed to would not
+ * see it); a name in a synthesized ancestor that the real call finds missing is there for the kernel's walk of
+ * the parent, which then says EROFS. */
+static int ro_parent_real(int d, const char *p, int kind, int rv)
+{
+    int ae;
+    if (rv < 0 && errno == ENOENT && sh_wguard_on && (ae = sh_anc_create_err(d, p, SH_C_PARENT)))
+        errno = ae;
+    return rv;
+}
+static int ro_dots(int d, const char *p, int kind)
+{
+    if (sh_outside(d, p) || (kind != RO_RMDIR && kind != RO_UNLINK))
+        return 0;
+    size_t n = strnlen(p, PATH_MAX);
+    while (n > 1 && p[n - 1] == '/')
+        n--;
+    if (!(n == 1 && p[0] == '/') && !(n >= 1 && p[n - 1] == '.' && (n == 1 || p[n - 2] == '/' ||
+                                      (p[n - 2] == '.' && (n == 2 || p[n - 3] == '/')))))
+        return 0;
+    SH_LOC(l);
+    return ro_err(d, p, &l, SH_W_PARENT, kind);
+}
+#define RO1K(DIRFD, P, HOW, OFL, KIND, REALEXPR)                                                            \
+    do {                                                                                                    \
+        int de_ = (HOW) == SH_W_PARENT ? ro_dots(DIRFD, P, KIND) : 0;                                       \
+        if (de_) {                                                                                          \
+            errno = de_;                                                                                    \
+            return -1;                                                                                      \
+        }                                                                                                   \
+        RO1_(DIRFD, P, HOW, KIND,                                                                           \
+             (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, P, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))    \
+                                  : GUARDED(DIRFD, P, HOW, OFL, REALEXPR));                                 \
+    } while (0)
+#define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
     WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
-        if (anc_real(&l_))                                                                                  \
+        if (anc_real(&l_)) {                                                                                \
+            if (l_.kpath)                                                                                   \
+                (P) = l_.kpath;                                                                             \
+            errno = e_;                                                                                     \
             return REALEXPR;                                                                                \
-        EROFS_OURS                                                                                          \
+        }                                                                                                   \
+        errno = ro_err(DIRFD, P, &l_, HOW, KIND);                                                           \
+        return -1;                                                                                          \
     })
 
 /* fchmodat, fchownat, utimensat: the object, its last symlink followed unless flags say not */
@@ -860,40 +1012,60 @@ SH_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
  * link: EROFS into it (its destination is created first), EXDEV out of it (a blob hard-linked out, by
  * /proc/self/fd/N with AT_SYMLINK_FOLLOW or a descriptor with AT_EMPTY_PATH, could be opened for writing there).
  * H1: how the source is guarded, with the flags F1. 0 or the errno. */
-static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p2, int h2, int islink)
+static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p2, int h2, int islink,
+                   struct sh_loc *l1p, struct sh_loc *l2p)
 {
-    SH_LOC(l1);
-    SH_LOC(l2);
-    int m1 = !sh_outside(d1, p1) && sh_classify(d1, p1, &l1) != L_NONE && !anc_real(&l1);
-    int m2 = !sh_outside(d2, p2) && sh_classify(d2, p2, &l2) != L_NONE && !anc_real(&l2);
+#define l1 (*l1p)
+#define l2 (*l2p)
+    int o1 = sh_outside(d1, p1), o2 = sh_outside(d2, p2);
+    int m1 = !o1 && sh_classify(d1, p1, &l1) != L_NONE && !anc_real(&l1);
+    int m2 = !o2 && sh_classify(d2, p2, &l2) != L_NONE && !anc_real(&l2);
     int pe;
+    struct stat st;
     if (islink) { /* the kernel's order: the source's lookup, the destination's create, then EXDEV */
-        struct stat st;
-        if (m1 && (pe = sh_stat(&l1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st)) < 0)
-            return -pe;
+        int pe2 = m2 ? 0 : sh_anc_create_err(d2, p2, SH_C_NODE);
+        int g2 = m2 || pe2 || sh_wguard(d2, p2, h2, 0), g1 = m1 || sh_wguard(d1, p1, h1, f1);
+        if (!g1 && !g2)
+            return 0;
+        if (!(p1 && !p1[0] && (f1 & AT_EMPTY_PATH)) && (pe = look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st)))
+            return pe;
         if (m2)
             return sh_create_err(&l2, SH_C_NODE);
-        if ((pe = sh_anc_create_err(d2, p2, SH_C_NODE)) || sh_wguard(d2, p2, h2, 0))
-            return pe ? pe : EROFS;
-        return m1 || sh_wguard(d1, p1, h1, f1) ? EXDEV : 0;
+        if (g2)
+            return pe2 ? pe2 : EROFS;
+        return EXDEV;
     }
-    /* rename: both parents' lookups, then EXDEV across the edge, EROFS within */
-    if ((m1 && (pe = sh_create_err(&l1, SH_C_PARENT))) || (m2 && (pe = sh_create_err(&l2, SH_C_PARENT))))
-        return pe;
+    /* rename: both parents' lookups, then EXDEV across the edge, EBUSY for ".", ".." or "/", EROFS within */
     int a = m1 || sh_anc_create_err(d1, p1, SH_C_PARENT) || sh_wguard(d1, p1, h1, f1);
     int b = m2 || sh_anc_create_err(d2, p2, SH_C_PARENT) || sh_wguard(d2, p2, h2, 0);
-    if (!a && !b)
+    if (!a && !b && o1 && o2)
         return 0;
-    return a && b ? EROFS : EXDEV;
+    int t1, t2;
+    if ((pe = parent_err(d1, p1, &t1)) || (pe = parent_err(d2, p2, &t2)))
+        return pe;
+    if (a != b)
+        return EXDEV;
+    if (t1 != LAST_NORM_ || t2 != LAST_NORM_)
+        return EBUSY;
+    return a ? EROFS : 0; /* neither: the real call, on the paths the kernel reaches (RO2: kpath) */
+#undef l1
+#undef l2
 }
 
 #define RO2(D1, P1, H1, F1, D2, P2, H2, ISLINK, REALEXPR)                                                   \
     do {                                                                                                    \
-        int err_ = ro2_err(D1, P1, H1, F1, D2, P2, H2, ISLINK);                                             \
+        SH_LOC(l1_);                                                                                        \
+        SH_LOC(l2_);                                                                                        \
+        int e_ = errno, err_ = ro2_err(D1, P1, H1, F1, D2, P2, H2, ISLINK, &l1_, &l2_);                     \
         if (err_) {                                                                                         \
             errno = err_;                                                                                   \
             return -1;                                                                                      \
         }                                                                                                   \
+        if (l1_.kpath) /* a ".." through an ancestor: where the kernel goes */                              \
+            (P1) = l1_.kpath;                                                                               \
+        if (l2_.kpath)                                                                                      \
+            (P2) = l2_.kpath;                                                                               \
+        errno = e_;                                                                                         \
         return REALEXPR;                                                                                    \
     } while (0)
 
@@ -934,11 +1106,11 @@ SH_EXPORT int mkdirat(int d, const char *p, mode_t m)
 {
     RO_CREATE_K(d, p, SH_C_DIR, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
 }
-SH_EXPORT int rmdir(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(rmdir, int (*)(const char *))(p)); }
-SH_EXPORT int unlink(const char *p) { RO1(AT_FDCWD, p, SH_W_PARENT, 0, REAL(unlink, int (*)(const char *))(p)); }
+SH_EXPORT int rmdir(const char *p) { RO1K(AT_FDCWD, p, SH_W_PARENT, 0, RO_RMDIR, REAL(rmdir, int (*)(const char *))(p)); }
+SH_EXPORT int unlink(const char *p) { RO1K(AT_FDCWD, p, SH_W_PARENT, 0, RO_UNLINK, REAL(unlink, int (*)(const char *))(p)); }
 SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
-    RO1(d, p, SH_W_PARENT, 0, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
+    RO1K(d, p, SH_W_PARENT, 0, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
 SH_EXPORT int rename(const char *a, const char *b)
 {
@@ -968,10 +1140,10 @@ SH_EXPORT int symlinkat(const char *t, int d, const char *p)
 {
     RO_CREATE(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
 }
-SH_EXPORT int truncate(const char *p, off_t n) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
+SH_EXPORT int truncate(const char *p, off_t n) { RO1K(AT_FDCWD, p, SH_W_FOLLOW, 0, RO_TRUNC, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
 SH_EXPORT int truncate64(const char *p, off64_t n)
 {
-    RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
+    RO1K(AT_FDCWD, p, SH_W_FOLLOW, 0, RO_TRUNC, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
 }
 SH_EXPORT int chmod(const char *p, mode_t m) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(chmod, int (*)(const char *, mode_t))(p, m)); }
 SH_EXPORT int fchmodat(int d, const char *p, mode_t m, int f)
@@ -1044,10 +1216,22 @@ static int tmpl_ok(const char *p, int sl)
     size_t n = p ? strlen(p) : 0;
     return sl >= 0 && n >= (size_t)sl + 6 && !memcmp(p + n - (size_t)sl - 6, "XXXXXX", 6);
 }
+/* A create whose real call does not take the spelling the guard checks (a template filled in place, a socket's
+ * address): RO_CREATE may repoint the guard's copy at the logical tree (a ".." through a mount, a name below a
+ * synthesized ancestor), but the kernel resolves the caller's own spelling from the real cwd, which may be a
+ * skeleton directory in the cache: that spelling is guarded too. */
+#define RO_OWN(P)                                                                                           \
+    do {                                                                                                    \
+        if (!sh_outside(AT_FDCWD, (P)) && sh_wguard(AT_FDCWD, (P), SH_W_CREATE, 0)) {                       \
+            errno = EROFS;                                                                                  \
+            return -1;                                                                                      \
+        }                                                                                                   \
+    } while (0)
 #define RO_TEMP(P, SL, REALEXPR)                                                                            \
     do {                                                                                                    \
         if (!tmpl_ok((P), (SL)))                                                                            \
             return REALEXPR;                                                                                \
+        RO_OWN(P);                                                                                          \
         const char *tp_ = (P);   /* the guard's copy: REALEXPR fills in the caller's own template */       \
         RO_CREATE(AT_FDCWD, tp_, REALEXPR);                                                                 \
     } while (0)
@@ -1071,6 +1255,7 @@ static int mkdtemp_int(char *p)
     if (!tmpl_ok(p, 0))
         return real(p) ? 0 : -1;
     const char *tp = p;   /* the guard's copy: real() fills in the caller's own template */
+    RO_OWN(p);
     RO_CREATE_K(AT_FDCWD, tp, SH_C_DIR, real(p) ? 0 : -1);
 }
 SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
@@ -1079,6 +1264,7 @@ SH_EXPORT char *mkdtemp(char *p) { return mkdtemp_int(p) == 0 ? p : NULL; }
  * name that is there). Abstract names and other families are the kernel's. */
 static int bind_path(int fd, const char *p, const struct sockaddr *a, socklen_t n)
 {
+    RO_OWN(p);
     RO_CREATE(AT_FDCWD, p, REAL(bind, int (*)(int, const struct sockaddr *, socklen_t))(fd, a, n));
 }
 SH_EXPORT int bind(int fd, const struct sockaddr *a, socklen_t n)

@@ -7,8 +7,9 @@
 # parent the paths may climb to, is a read-only tmpfs. The transcripts must be equal. Two seeds: a fixed one and
 # one drawn now (KFUZZ_SEED=N: that one instead), printed on failure with the first differences and the command
 # that reruns them.
-# Write calls compare success against failure only (and nothing may be written: the cache keeps no new file and
-# no directory the trees lack); KFUZZ_WRITE_ERRNO=1 compares their errno too.
+# Write calls compare their errno (the kernel resolves the path first: ENOENT, ENOTDIR, ENAMETOOLONG before EROFS),
+# except the creates, write-opens and link, which compare success against failure only unless KFUZZ_WRITE_ERRNO=1;
+# nothing may be written: the cache keeps no new file and no directory the trees lack.
 # HFS3_SHIM may name more than one library (t_shim_san.sh: ASan's runtime, then the sanitized shim).
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
