@@ -74,13 +74,15 @@ static char *preload_with(const char *shim)
 }
 
 /* 1 when the cache holds a manifest or a hub's list for spec (mounts/KEY/index or repos), as the shim reads
- * them: the shim then serves the mount without resolving the remote. */
+ * them: the shim then serves the mount without resolving the remote. A probe: it leaves the thread's error
+ * message as it found it, since the caller's message (why the remote did not resolve) is the one to print. */
 static int cached_mount(const char *spec)
 {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", hfs3_errmsg());
     /* the default cache, or its fallback when the default cannot be used (hfs3_cache_open's rule) */
     const char *set = getenv("HFS3_CACHE_DIR");
     char *dirs[2] = {hfs3_cache_dir_from_env(), set && *set ? NULL : hfs3_cache_dir_fallback()};
-    hfs3_err_clear();
     char key[17], path[PATH_MAX];
     hfs3_mountkey(spec, key);
     int found = 0;
@@ -91,6 +93,7 @@ static int cached_mount(const char *spec)
                     access(path, R_OK) == 0;
     free(dirs[0]);
     free(dirs[1]);
+    hfs3_err(0, "%s", why);
     return found;
 }
 

@@ -32,6 +32,7 @@ typedef struct fetch_info {
     char part[128];
     uint64_t size;
     int64_t done;        /* bytes of completed ranges; -1 unknown (a one-range fetch has no sidecar) */
+    int64_t side;        /* the sidecar's size: its header and range numbers, written by the fetcher too */
     double started;      /* the .part's birth time, 0 unknown */
     double last_write;   /* the later of the .part's and the sidecar's mtime */
     uid_t uid;
@@ -105,8 +106,8 @@ static void lock_pids(dev_t dev, ino_t ino, fetch_info *f)
 /* /proc/PID/comm into out ("" when unknown). */
 static void comm_of(int pid, char *out, size_t n);
 
-/* A `_get` helper (one file per process, as the shim runs it): its wchar (/proc/PID/io) is that file's bytes as
- * they land, where the sidecar counts whole ranges only (0 for a long time on a big shard). -1: not one, or its
+/* A `_get` helper (one file per process, as the shim runs it): its wchar (/proc/PID/io), less its sidecar's size,
+ * is that file's bytes as they land, where the sidecar counts whole ranges only (0 for a long time on a big shard). -1: not one, or its
  * io is not ours to read (another user's process). */
 static int64_t get_wchar(int pid)
 {
@@ -176,8 +177,11 @@ static void lock_fd_holders(const char *locks, fetch_info *v, size_t n)
                 int64_t w = strcmp(comm, "hfs3-manifest") ? -1 : get_wchar(pid);
                 if (!strcmp(comm, "hfs3-manifest") && (w >= 0 || !v[i].helper)) {
                     v[i].helper = pid;
-                    if (w > v[i].done)
-                        v[i].done = w < (int64_t)v[i].size ? w : (int64_t)v[i].size;
+                    /* its writes are the file's bytes and its sidecar's (the header goes first, before any
+                     * byte of the file has landed): the sidecar's are not the file's */
+                    int64_t data = w - v[i].side;
+                    if (data > v[i].done)
+                        v[i].done = data < (int64_t)v[i].size ? data : (int64_t)v[i].size;
                 } else if (pid != v[i].helper && strcmp(comm, "hfs3-manifest")) {
                     add_waiter(&v[i], pid);
                 }
@@ -248,6 +252,7 @@ static size_t scan_fetches(const hfs3_cache *c, fetch_info **out)
         snprintf(done, sizeof done, "%.*s.done", (int)(len - 5), name);
         if (read_small(c->tmp, done, text, sizeof text, &st) == 0) {
             f->done = done_bytes(text, f->size);
+            f->side = st.st_size;
             if (ts(&st.st_mtim) > f->last_write)
                 f->last_write = ts(&st.st_mtim);
         }

@@ -155,6 +155,16 @@ int sh_fd_is_file(int fd)
     return fd_get(fd, &f, &st) && f.kind == FD_FILE;
 }
 
+/* The shim's answer for a directory descriptor it returned, over the real fstat in st: read-only, and a hub's
+ * repository has the inode of its stat and of the hub's listing (hub.c); one function for sh_fd_stat and fstat's
+ * fast path (sh_fd_after), so that the two never disagree. */
+static void dir_answer(const struct fdent *f, struct stat *st)
+{
+    st->st_mode = (st->st_mode & S_IFMT) | 0555;
+    if (f->kind == FD_DIR && f->e == 0 && sh_mounts[f->m].sub)
+        st->st_ino = sh_hub_root_ino(&sh_mounts[f->m]);
+}
+
 int sh_fd_stat(int fd, struct stat *st)
 {
     struct fdent f;
@@ -166,9 +176,7 @@ int sh_fd_stat(int fd, struct stat *st)
             return 0;
         sh_stat_synth(m, f.e, st);
     } else {
-        st->st_mode = (st->st_mode & S_IFMT) | 0555;
-        if (f.kind == FD_DIR && f.e == 0 && sh_mounts[f.m].sub)
-            st->st_ino = sh_hub_root_ino(&sh_mounts[f.m]);   /* a hub's repository: as its stat (hub.c) */
+        dir_answer(&f, st);
     }
     return 1;
 }
@@ -184,7 +192,7 @@ void sh_fd_after(int fd, struct stat *st)
                 if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken)
                     sh_stat_synth(m, c.e, st);
             } else {
-                st->st_mode = (st->st_mode & S_IFMT) | 0555;
+                dir_answer(&c, st);
             }
             return;
         }

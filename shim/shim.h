@@ -105,6 +105,8 @@ struct sh_loc {
     int kind;
     int m;                     /* mount (L_MNT; for L_ANC the first mount below it) */
     int slash;                 /* the spelling ended in '/': the result must be a directory */
+    int err;                   /* L_MNT: -errno the kernel's walk of the spelling gives ("m/file/../x": ENOTDIR),
+                                * answered by sh_resolve for every call; 0 otherwise */
     const char *rel;           /* L_MNT: the path inside the mount ("" for its root), points into path */
     const char *raw;           /* L_MNT, NULL unless a ".." was applied below the mount's root: the spelling from
                                 * where it last entered the root, unnormalised (scr->b); sh_resolve walks it */
@@ -112,8 +114,6 @@ struct sh_loc {
     const char *kpath;         /* L_NONE, a spelling that went through a mount or an ancestor with a ".." and came
                                 * out (stat("/models/..")): the real path the kernel would reach, for the real
                                 * call in place of the spelling (path.c kwalk); NULL otherwise */
-    int err;                   /* L_MNT: -errno the kernel's walk of the spelling gives ("m/file/../x": ENOTDIR),
-                                * answered by sh_resolve for every call; 0 otherwise */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
 };
 void sh_scratch_put(struct sh_scratch **s);

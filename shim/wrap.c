@@ -15,8 +15,10 @@
 #include <unistd.h>
 #include <utime.h>
 
-/* An ancestor of a mount that exists on disk is the host's own directory: writes to it are real. */
-static int anc_real(const struct sh_loc *l)
+/* An ancestor of a mount that exists on disk is the host's own directory: writes to it are real. noinline: its
+ * struct stat would otherwise sit in the frame of every wrapper and of look(), on the 2 KiB stack budget of calls
+ * outside the mounts. */
+static __attribute__((noinline)) int anc_real(const struct sh_loc *l)
 {
     struct stat st;
     return l->kind == L_ANC && sh_r.lstat(l->path, &st) == 0;
@@ -902,8 +904,9 @@ static int look(int d, const char *p, int follow, struct stat *st)
 }
 
 /* The kernel's filename_parentat of p: 0 or the errno of the walk to its last component's directory; *last: the
- * last component's type (".", "..", "/" or a name). */
-static int parent_err(int d, const char *p, int *last)
+ * last component's type (".", "..", "/" or a name). st: the caller's, lent (the 2 KiB stack budget of a write call
+ * outside the mounts). */
+static int parent_err(int d, const char *p, int *last, struct stat *st)
 {
     *last = LAST_NORM_;
     if (!p || !p[0])
@@ -928,9 +931,8 @@ static int parent_err(int d, const char *p, int *last)
         slash[1] = 0; /* "a/b" -> "a/": the walk of a directory */
         dir = t->a;
     }
-    struct stat st;
-    int e = look(d, dir, 1, &st);
-    return e ? e : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    int e = look(d, dir, 1, st);
+    return e ? e : S_ISDIR(st->st_mode) ? 0 : ENOTDIR;
 }
 
 static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kind)
@@ -944,7 +946,7 @@ static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kin
             return S_ISDIR(st.st_mode) ? EISDIR : !S_ISREG(st.st_mode) ? EINVAL : EROFS;
         return EROFS;
     }
-    int last, e = parent_err(d, p, &last);
+    int last, e = parent_err(d, p, &last, &st);
     if (e)
         return e;
     if (kind == RO_UNLINK && last != LAST_NORM_)
@@ -1041,7 +1043,7 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
     if (!a && !b && o1 && o2)
         return 0;
     int t1, t2;
-    if ((pe = parent_err(d1, p1, &t1)) || (pe = parent_err(d2, p2, &t2)))
+    if ((pe = parent_err(d1, p1, &t1, &st)) || (pe = parent_err(d2, p2, &t2, &st)))
         return pe;
     if (a != b)
         return EXDEV;

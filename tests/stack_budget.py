@@ -21,6 +21,8 @@ MOUNT_SIDE = {
     # hub.c: a path inside a hub mount, or a real path inside the cache's skeleton of one of its repositories
     "sh_hub_classify", "sh_hub_map",
     "o_open", "o_read", "o_children",
+    # wrap.c: rmdir/unlink of a spelling ending in ".", ".." or "/", only once sh_outside said it may be a mount's
+    "ro_dots",
 }
 # recursion allowed, one frame counted: nftw's walk of a mount enters one frame per directory level, as glibc's
 # own nftw does (the budget is per level; docs/internals.md)
