@@ -23,6 +23,7 @@
 #include "hfs3/index.h"
 #include "hfs3/lastuse.h"
 #include "hfs3/log.h"
+#include "hfs3/progress.h"
 #include "hfs3/util.h"
 
 #define GC_LOCK "gc.lock" /* serializes evictors (fetches making room, `cache gc`); not a blob's lock */
@@ -436,18 +437,7 @@ static int cmp_lru(const void *a, const void *b)
     return strcmp(x->sha, y->sha);
 }
 
-const char *hfs3_gc_human(uint64_t n, char *buf, size_t len)
-{
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)n;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
-    }
-    snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-    return buf;
-}
+const char *hfs3_gc_human(uint64_t n, char *buf, size_t len) { return hfs3_human_bytes(n, buf, len); }
 
 /* Why the cache cannot take need more bytes: the nonzero ones of what may not be removed, as "X are ..., Y
  * are ..." into buf. */

@@ -112,11 +112,20 @@ static int blob_foreign(const char *path)
     return sh_verify_foreign && sh_r.lstat(path, &st) == 0 && st.st_uid != me && st.st_uid != 0;
 }
 
-/* 1 when the file at path was modified at or after t0 - slack_ns. */
-static int err_since(const char *path, const struct timespec *t0, long slack_ns)
+/* The fails/<sha>.err that was there before this fetch (its inode and time): never this fetch's reason. */
+struct err_before {
+    ino_t ino;
+    struct timespec mtim;
+};
+
+/* 1 when the file at path was modified at or after t0 - slack_ns and is not the one seen before the fetch (a
+ * line written by an earlier attempt within the slack: the helper replaces the file by rename, a new inode). */
+static int err_since(const char *path, const struct timespec *t0, long slack_ns, const struct err_before *b)
 {
     struct stat st;
     if (sh_r.stat(path, &st) < 0)
+        return 0;
+    if (b->ino && st.st_ino == b->ino && st.st_mtim.tv_sec == b->mtim.tv_sec && st.st_mtim.tv_nsec == b->mtim.tv_nsec)
         return 0;
     long long m = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
     long long t = (long long)t0->tv_sec * 1000000000LL + t0->tv_nsec - slack_ns;
@@ -178,6 +187,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                            (unsigned long long)m->ents[e].size};
     sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
            (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
+    struct err_before eb = {0, {0, 0}};
+    struct stat es;
+    if ((size_t)snprintf(why, SH_SCR, "%s/fails/%s.err", sh_cache, hex) < SH_SCR && sh_r.stat(why, &es) == 0)
+        eb = (struct err_before){es.st_ino, es.st_mtim};
     struct timespec s0;
     clock_gettime(CLOCK_MONOTONIC, &s0);
     int rc = sh_run_locked(&j);
@@ -193,7 +206,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         return -EIO;
     }
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
-    if (foreign && rc == 0 && err_since(lk, &t0, 0))
+    if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))
         rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
     if (!(foreign && rc) && find_blob(&bf)) {
         struct timespec s1;
@@ -205,7 +218,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     /* the reason of this fetch only: a line left by an earlier one would name another failure (20 ms of
      * slack: file times come from the kernel's coarse clock, which lags CLOCK_REALTIME by up to a tick) */
     why[0] = 0;
-    if (err_since(lk, &t0, 20000000L))
+    if (err_since(lk, &t0, 20000000L, &eb))
         sh_read_line(lk, why, 512);
     if (!why[0]) {
         /* the helper left no line in fails/: say what is known (never "no reason") */
