@@ -227,7 +227,7 @@ static void group_aliases(const cmd_snap *s, const hfs3_gc_mount *head, cJSON *j
     }
 }
 
-/* A hub mount (mounts/K/repos, no manifest of its own: README "One mount for a whole hub"): its repositories, each
+/* A hub mount (mounts/K/repos, no manifest of its own: docs/reference.md "One mount for a whole hub"): its repositories, each
  * with the usage of its own mount (REMOTE/NAME) when fetched. Text: lines under the hub's; JSON: into j.
  * 0 when m is no hub. */
 static int hub_report(cmd_snap *s, const hfs3_gc_mount *m, const char *name, cJSON *j)

@@ -4,7 +4,7 @@
  * allowed owner (hfs3_cache_check_file); what is created is O_EXCL under an unpredictable name and 0600
  * until complete; only what this process created (or a directory it owns) is ever fchmod-ed; renames and
  * unlinks are *at() between checked descriptors. Opening the cache itself and the mount refresh are
- * cache.c's. The rules are README.md's "Trust model". */
+ * cache.c's. The rules are docs/security.md's. */
 #include "hfs3/cache.h"
 
 #include <dirent.h>

@@ -575,7 +575,7 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
         if (need > avail)
             return hfs3_err(-ENOSPC, "%s: the file is %s and the file system of %s has %s free; nothing was "
                             "downloaded (free space, or set HFS3_CACHE_MAX so that least recently used files "
-                            "are removed: README \"Cache size\")", strerror(ENOSPC),
+                            "are removed: docs/cache.md)", strerror(ENOSPC),
                             hfs3_gc_human(size, h1, sizeof h1), c->dir, hfs3_gc_human(avail, h2, sizeof h2));
         return 0;
     }

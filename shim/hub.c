@@ -1,4 +1,4 @@
-/* hub.c - one mount for a whole Hugging Face hub prefix (README "One mount for a whole hub"). A configured mount
+/* hub.c - one mount for a whole Hugging Face hub prefix (docs/reference.md "One mount for a whole hub"). A configured mount
  * whose REMOTE has no manifest but repository folders is a hub: the helper's `_index` writes its repository list
  * to mounts/K/repos (sorted, one name per line). Its root lists those names as directories; each repository is
  * a sub-mount whose REMOTE is "<hub REMOTE>/<name>" (the same cache entry as a mount configured for it), made

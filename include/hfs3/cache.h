@@ -2,7 +2,7 @@
  * it, per-file locks, and the refresh of a mount's manifest and index (`_index`).
  * Layout: blobs/<sha256>, tmp/<sha256>.<random>.part|.done, locks/<sha256>.lock, fails/<sha256>.err,
  * mounts/<mountkey>/{manifest.json,etag,index,lock,error}, unflushed/<blob name> (durable.h). Fetching blobs is fetch.h's. Everything inside is
- * reached through the descriptors hfs3_cache_open checked (lib/cachefs.c; README "Trust model"). */
+ * reached through the descriptors hfs3_cache_open checked (lib/cachefs.c; docs/security.md). */
 #ifndef HFS3_CACHE_H
 #define HFS3_CACHE_H
 
@@ -19,7 +19,7 @@ typedef struct hfs3_cache {
     mode_t file_mode;   /* lock files: 0600, or 0660 when shared (a member records a use on another's lock) */
     mode_t entry_mode;  /* what else the helper writes (mounts/K's manifest.json, etag, canonical, ...; fails/):
                          * 0600, or 0640 when shared: not group-writable, for a file that others can write is not
-                         * its owner's (README's trust model); all are replaced by rename, never written in place */
+                         * its owner's (docs/security.md); all are replaced by rename, never written in place */
     mode_t blob_mode;   /* verified blobs: 0444, or 0440 when shared */
     uid_t uid;          /* this user (effective) */
     gid_t gid;          /* the cache directory's group */

@@ -1,4 +1,4 @@
-/* hub.h - a Hugging Face hub prefix as one mount (README "One mount for a whole hub"): a REMOTE whose prefix has
+/* hub.h - a Hugging Face hub prefix as one mount (docs/reference.md "One mount for a whole hub"): a REMOTE whose prefix has
  * no manifest of its own but repository folders (models--*, datasets--*, spaces--*), each with its own
  * .hfs3/manifest.json. One delimiter listing names the repositories; the helper writes them to
  * mounts/<hub key>/repos (one name per line, sorted bytewise) for the shim; each repository is the mount of
