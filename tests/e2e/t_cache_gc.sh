@@ -103,13 +103,18 @@ grep -q "^cache gc: would remove 1 files (6 B)" "$WORK/out" || { cat "$WORK/out"
 expect_exit 0 "gc --unreferenced" "$HFS3_BIN" cache gc --unreferenced --json
 [ "$(J "d['removed_files'], d['removed'][0]['sha256'] == '$OR'")" = "1 True" ] || { cat "$WORK/out"; fail "gc --json"; }
 [ ! -e "$HFS3_CACHE_DIR/blobs/$OR" ] || fail "orphan not removed"
+wait_flushed "$HFS3_CACHE_DIR"   # a shim load's chunk-checked blobs enter blobs/ with the flush
+# every blob with bytes goes under --max 0; an empty one (a 0-byte file's) only when the LRU order reaches it
+# before the last byte is gone
 n=$(ls "$HFS3_CACHE_DIR/blobs" | wc -l)
+nz=$(find "$HFS3_CACHE_DIR/blobs" -type f -size +0 | wc -l)
 touch -d '2001-01-01' "$HFS3_CACHE_DIR/locks/$TOK.lock" "$HFS3_CACHE_DIR/blobs/$TOK"
 expect_exit 0 "gc --older-than --dry-run" "$HFS3_BIN" cache gc --older-than 3650 --dry-run
 grep -q "^would remove $TOK .*older (s3test:models/m1 tokenizer.json)$" "$WORK/out" || { cat "$WORK/out"; fail "older-than"; }
 grep -q "$W2" "$WORK/out" && fail "older-than picked a fresh blob"
 expect_exit 0 "gc --max 0 --dry-run" "$HFS3_BIN" cache gc --max 0 --dry-run
-grep -q "^cache gc: would remove $n files" "$WORK/out" || { cat "$WORK/out"; fail "--max 0 dry run"; }
+k=$(sed -n 's/^cache gc: would remove \([0-9]*\) files.*/\1/p' "$WORK/out")
+[ -n "$k" ] && [ "$k" -ge "$nz" ] && [ "$k" -le "$n" ] || { cat "$WORK/out"; fail "--max 0 dry run"; }
 [ "$(ls "$HFS3_CACHE_DIR/blobs" | wc -l)" = "$n" ] || fail "dry run removed"
 # a blob whose lock is held (being fetched or checked) is skipped, never waited for
 flock "$HFS3_CACHE_DIR/locks/$TOK.lock" sleep 30 & holder=$!
