@@ -582,19 +582,28 @@ static int cache_gc(int argc, char **argv)
         goto done;
     }
     int64_t now = (int64_t)time(NULL), cutoff = now - (int64_t)(o.days * 86400);
-    hfs3_gc_blob **order = calloc(s.nb ? s.nb : 1, sizeof *order);
+    /* the mounts' cblobs/ files (checked by chunk digests, not yet hashed whole) are cached files too */
+    hfs3_gc_blob *cb = NULL;
+    size_t ncb = 0;
+    hfs3_gc_blob **order = hfs3_gc_list_cblobs(s.c, &cb, &ncb) < 0 ? NULL : calloc(s.nb + ncb + 1, sizeof *order);
     if (!order) {
         err1("out of memory");
+        free(cb);
         hfs3_cache_unlock(lfd);
         goto done;
     }
+    uint64_t left = s.bytes + hfs3_gc_tmp_bytes(s.c), freed = 0;
     for (size_t i = 0; i < s.nb; i++)
         order[i] = &s.b[i];
-    qsort(order, s.nb, sizeof *order, cmp_lru);
-    uint64_t left = s.bytes + hfs3_gc_tmp_bytes(s.c), freed = 0;
+    for (size_t i = 0; i < ncb; i++) {
+        order[s.nb + i] = &cb[i];
+        left += cb[i].size;
+    }
+    size_t norder = s.nb + ncb;
+    qsort(order, norder, sizeof *order, cmp_lru);
     size_t removed = 0, busy = 0, foreign = 0, failed = 0;
     cJSON *jr = o.json ? cJSON_CreateArray() : NULL;
-    for (size_t i = 0; i < s.nb; i++) {
+    for (size_t i = 0; i < norder; i++) {
         hfs3_gc_blob *b = order[i];
         const char *why = NULL;
         if (o.unreferenced && !b->refs && b->last_use < now - KEEP_FRESH)
@@ -635,6 +644,7 @@ static int cache_gc(int argc, char **argv)
     }
     hfs3_cache_unlock(lfd);
     free(order);
+    free(cb);
     char a[32], b2[32];
     if (o.json) {
         cJSON *j = cJSON_CreateObject();

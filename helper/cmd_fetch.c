@@ -175,9 +175,14 @@ int cmd_index(int argc, char **argv)
         return oc;
     hfs3_remote *r = NULL;
     int status = 0;
-    if (hfs3_remote_parse(spec, &r) < 0) {
+    if (hfs3_remote_parse(spec, &r) < 0 && hfs3_env_bool("HFS3_OFFLINE", 0) && hfs3_mount_cached(c, spec)) {
+        /* offline, a REMOTE not defined here (a server need not define it) with what its very spelling
+         * cached: there is no endpoint to compare that manifest's canonical with, so it is used */
+        hfs3_debug("%s: cannot be resolved here (%s); HFS3_OFFLINE=1: using what is cached under this spelling",
+                   spec, hfs3_errmsg());
+    } else if (!r) {
         if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
-            /* the shim asks offline only when this spelling has nothing cached: say that first */
+            /* offline with nothing cached under this spelling: say that first */
             char why[1024];
             snprintf(why, sizeof why, "%s", hfs3_errmsg());
             hfs3_err(-EINVAL, "%s: HFS3_OFFLINE=1 and no cached manifest for it, and it cannot be resolved here to "

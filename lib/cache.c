@@ -671,6 +671,19 @@ static int cached_state(const hfs3_cache *c, int mfd, const char *mdir, struct s
     return 1;
 }
 
+int hfs3_mount_cached(const hfs3_cache *c, const char *spec)
+{
+    char *mdir = NULL;
+    int mfd = hfs3_cache_mount_dir(c, spec, 0, &mdir);
+    if (mfd < 0)
+        return 0;
+    struct stat st;
+    int foreign_cached = 0, have = cached_state(c, mfd, mdir, &st, &foreign_cached);
+    close(mfd);
+    free(mdir);
+    return have == 1 && !foreign_cached;
+}
+
 /* mounts/K/canonical: one mount cached under several spellings (the alias section at the end of this file) */
 static void alias_forget_other(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
 static char *alias_read_line(const hfs3_cache *c, int mfd, const char *mdir, const char *name, struct stat *st);
@@ -679,7 +692,7 @@ static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const
 
 int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, int *stale)
 {
-    int rc, fd = -1, waited = 0, foreign_cached = 0;
+    int rc, fd = -1, waited = 0, foreign_cached = 0, checked_only = 0;
     char *mdir = NULL, *id = NULL, *was = NULL;
     if (stale)
         *stale = 0;
@@ -719,6 +732,9 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
     }
     if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
         if (have_cached && !foreign_cached) {
+            /* the shim's check, once per mount and process: the name `cache du` knows the mount by stays the
+             * one it was fetched under, whichever spelling of the same REMOTE (same key) looked last */
+            checked_only = 1;
             rc = 0;
             goto ok;
         }
@@ -735,10 +751,13 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
                           id ? id : "endpoint, bucket and prefix", r->spec, c->dir);
         goto fail;
     }
-    /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET */
-    alias_forget_other(c, r, mfd, mdir);
+    /* a cached manifest another user wrote is not asked about under HFS3_VERIFY_FOREIGN=1: a whole GET. The
+     * canonical of an entry whose REMOTE now resolves elsewhere is replaced only once the new manifest is in:
+     * removed before, a failed fetch would leave the old manifest with nothing to say it is another endpoint's,
+     * and the next refresh would fall back to it without a word */
     rc = refresh_fetch(c, r, mfd, mdir, have_cached && !foreign_cached);
     if (rc == 0) {
+        alias_forget_other(c, r, mfd, mdir);
         alias_note(c, r, mfd, mdir);
         goto ok;
     }
@@ -768,7 +787,8 @@ fail:
 ok:
     unlinkat(mfd, "error", 0);
 out:
-    hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
+    if (!checked_only || faccessat(mfd, "remote", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+        hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
     hfs3_cache_unlock(fd);
     close(mfd);
     free(mdir);

@@ -1,6 +1,7 @@
 /* durable.c - the flush behind the load: records of unflushed blobs (CACHE/unflushed/<name>, the boot id
  * inside), the boot id, and the flush that runs after the helper answered (include/hfs3/durable.h). The install
- * order is fetch.c's: record (fsynced) -> rename into blobs/ -> later fdatasync + fsync(blobs/) -> unlink. */
+ * order is fetch.c's: record (fsynced) -> rename into blobs/ (or a mount's cblobs/) -> later fdatasync + fsync of
+ * its directory -> a cblobs/ blob hashed whole and moved into blobs/ -> the record removed. */
 #include "hfs3/durable.h"
 
 #include <errno.h>
@@ -10,10 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hfs3/explain.h"
 #include "hfs3/fetch.h"
+#include "hfs3/gc.h"
 #include "hfs3/log.h"
 #include "hfs3/util.h"
 
@@ -78,19 +81,37 @@ int hfs3_unflushed_state(const hfs3_cache *c, const char *name)
     return same ? 1 : 2;
 }
 
+static int is_chunked(const char *name) { return name[64] != 0; }
+
+static void drop_record(const hfs3_cache *c, const char *name)
+{
+    /* a record that stays (another user's, in the sticky unflushed/) only costs a hash after a reboot */
+    if (unlinkat(c->unflushed, name, 0) < 0 && errno != ENOENT)
+        hfs3_debug("%s/%s: %s", c->p_unflushed, name, strerror(errno));
+}
+
 int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd)
 {
     if (fdatasync(fd) < 0 || fsync(dir) < 0)
         return -errno;
-    /* a record that stays (another user's, in the sticky unflushed/) only costs a hash after a reboot */
-    if (unlinkat(c->unflushed, name, 0) < 0 && errno != ENOENT)
-        hfs3_debug("%s/%s: %s", c->p_unflushed, name, strerror(errno));
+    /* a chunk-checked blob is still to be promoted into blobs/: its record stays, this boot's now, so that the
+     * flush behind the load hashes it whole (off the open's path) and only then removes the record */
+    if (is_chunked(name)) {
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+        if (hfs3_unflushed_mark(c, name) < 0)
+            hfs3_debug("%s", hfs3_errmsg()); /* the old boot's record stays: one more chunk check, no harm */
+        hfs3_err(0, "%s", saved);
+        return 0;
+    }
+    drop_record(c, name);
     return 0;
 }
 
 typedef struct flush_scan {
     const hfs3_cache *c;
     int flushed;
+    int retry; /* records left because their blob was pinned or could not be settled yet */
 } flush_scan;
 
 /* Record names: <sha256> (blobs/<sha256>), or <sha256>.m<mount key> (mounts/<key>/cblobs/<sha256>, a blob
@@ -104,37 +125,43 @@ static int blob_name_ok(const char *name)
 }
 
 /* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
- * that sha256 may use it (and gc counts it). A mismatch means the manifest's chunks and sha256 disagree: the blob
- * stays in that mount's cblobs/, which nothing else reads (dropping it would fail the open that is about to use
- * it, and fetch it again at the next). Under the blob's lock; fd is cblobs/<sha> open. */
-static void promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
+ * that sha256 may use it (and gc counts it). A mismatch means the manifest's chunks and sha256 disagree (a
+ * manifest built wrong, or lying): the blob is removed once no open is about to use it (its pin is free; a
+ * process that has it open keeps reading it), so a cblobs/ file never outlives its record, and the cache
+ * budget only has to count cblobs/ as in flight. Under the blob's lock; fd is cblobs/<sha> open. 0 when
+ * settled (moved, already in blobs/, removed), -1 when worth another try at the next flush (it could not be
+ * read, it is pinned, the rename failed): then its record stays. */
+static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
 {
     char hex[65];
     struct stat a, b;
     if (hfs3_sha256_fd(fd, hex, NULL) < 0 || fstat(fd, &a) < 0)
-        return;
+        return -1;
     if (strcmp(hex, sha) != 0) {
-        hfs3_debug("mounts/.../cblobs/%s hashes to %s: its manifest's chunk digests and sha256 disagree; it stays "
-                   "that mount's own", sha, hex);
-        return;
+        if (hfs3_gc_unlink_unpinned(c, cdir, "mounts/<key>/cblobs", sha, 0) < 0)
+            return -1;
+        hfs3_warn("cache: a file checked by its manifest's chunk digests hashes to %s, not %s as the manifest says: "
+                  "removed (rebuild that manifest with hfs3-manifest build)", hex, sha);
+        return 0;
     }
     /* the name must still be the file that was hashed (a member's own file could have been swapped) */
     if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-        return;
+        return 0;
     int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
     if (r < 0 && errno == EEXIST) {
         unlinkat(cdir, sha, 0);
-        return;
+        return 0;
     }
     if (r < 0)
-        return;
+        return -1;
     if (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
         hfs3_warn("cache: %s/%s was replaced right after it was installed; removing it", c->p_blobs, sha);
         unlinkat(c->blobs, sha, 0);
-        return;
+        return 0;
     }
     (void)fsync(c->blobs);
     (void)fsync(cdir);
+    return 0;
 }
 
 static int flush_one(void *ud, const char *name)
@@ -165,11 +192,19 @@ static int flush_one(void *ud, const char *name)
     if (fd < 0 && (dir == -ENOENT || errno == ENOENT)) {
         unlinkat(c->unflushed, name, 0); /* its blob was removed (gc) or promoted: nothing left to flush */
     } else if (fd >= 0) {
+        /* crash-safe order: the data on disk, then (a chunk-checked blob) moved into blobs/, and only then the
+         * record gone; a crash in between leaves a record that the next flush finishes */
         struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && hfs3_unflushed_settle(c, dir, name, fd) == 0) {
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fdatasync(fd) == 0 && fsync(dir) == 0) {
             s->flushed++;
-            if (chunked)
-                promote(c, dir, sha, fd);
+            /* a pinned chunk-checked blob (an open about to read it, a fetch keeping its model) is hashed once
+             * its pin is free: a mismatch removes it, which must not fail that open */
+            if (chunked && hfs3_gc_pinned(c, sha))
+                s->retry++;
+            else if (!chunked || promote(c, dir, sha, fd) == 0)
+                drop_record(c, name);
+            else
+                s->retry++;
         }
         close(fd);
     }
@@ -182,8 +217,15 @@ static int flush_one(void *ud, const char *name)
 
 int hfs3_flush_pending(const hfs3_cache *c)
 {
-    flush_scan s = {c, 0};
+    flush_scan s = {c, 0, 0};
     (void)hfs3_cache_scan(c->unflushed, "", "", flush_one, &s);
+    /* pins last as long as an open (or a fetch, whose end spawned this flush): look again for a few seconds */
+    for (int i = 0; s.retry && i < 50; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        s.retry = 0;
+        (void)hfs3_cache_scan(c->unflushed, "", "", flush_one, &s);
+    }
     if (s.flushed)
         hfs3_debug("flushed %d blob%s to disk", s.flushed, s.flushed == 1 ? "" : "s");
     return s.flushed;

@@ -222,6 +222,75 @@ static uint64_t blob_bytes(const hfs3_cache *c, const char *sha)
     return sum;
 }
 
+/* The mounts' cblobs/ files (blobs checked by their chunk digests, include/hfs3/durable.h), appended to *v: each
+ * has its record unflushed/<sha256>.m<mount key> until the flush moved it into blobs/ or removed it, so the
+ * records find them all without a walk of every mount (a hub has thousands). Returns the bytes, or sets *oom. */
+static uint64_t list_cblobs(const hfs3_cache *c, hfs3_gc_blob **v, size_t *len, size_t *cap, int *oom)
+{
+    DIR *d = reopen_dir(c->unflushed);
+    uint64_t sum = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    struct stat st, ls;
+    char rel[128];
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strlen(n) != 64 + 2 + 16 || n[64] != '.' || n[65] != 'm' || strspn(n, "0123456789abcdef") != 64 ||
+            strspn(n + 66, "0123456789abcdef") != 16)
+            continue;
+        snprintf(rel, sizeof rel, "%s/cblobs/%.64s", n + 66, n);
+        if (fstatat(c->mounts, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        sum += (uint64_t)st.st_size;
+        if (!v)
+            continue;
+        if (*len == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            hfs3_gc_blob *nv = realloc(*v, nc * sizeof *nv);
+            if (!nv) {
+                *oom = 1;
+                break;
+            }
+            *v = nv;
+            *cap = nc;
+        }
+        hfs3_gc_blob *b = &(*v)[(*len)++];
+        memset(b, 0, sizeof *b);
+        snprintf(b->sha, sizeof b->sha, "%.64s", n);
+        snprintf(b->mount, sizeof b->mount, "%s", n + 66);
+        b->size = (uint64_t)st.st_size;
+        b->uid = st.st_uid;
+        b->last_use = st.st_mtim.tv_sec;
+        snprintf(rel, sizeof rel, "%s.lock", b->sha);
+        if (fstatat(c->locks, rel, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ls.st_mode) &&
+            ls.st_mtim.tv_sec > b->last_use)
+            b->last_use = ls.st_mtim.tv_sec;
+    }
+    closedir(d);
+    return sum;
+}
+
+uint64_t hfs3_gc_cblob_bytes(const hfs3_cache *c) { return list_cblobs(c, NULL, NULL, NULL, NULL); }
+
+int hfs3_gc_list_cblobs(const hfs3_cache *c, hfs3_gc_blob **out, size_t *n)
+{
+    size_t cap = 0;
+    int oom = 0;
+    *out = NULL;
+    *n = 0;
+    list_cblobs(c, out, n, &cap, &oom);
+    if (oom) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return hfs3_err(-ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < *n; i++)
+        (*out)[i].refs = 1; /* its mount's manifest vouched for it: never "unreferenced" */
+    return 0;
+}
+
 /* Bytes of blob sha already reserved in tmp/ by a dead fetch of this user's that a resume would reuse. */
 static uint64_t part_bytes(const hfs3_cache *c, const char *sha, uint64_t size)
 {
@@ -351,8 +420,40 @@ static int blob_good(int fd, const char *sha, const char *dpath)
     return 1;
 }
 
+/* A mount's cblobs/ file (b->mount): removed under the blob's lock unless pinned, then its record. */
+static int remove_cblob(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run)
+{
+    char lock[80], dpath[64];
+    snprintf(lock, sizeof lock, "%s.lock", b->sha);
+    snprintf(dpath, sizeof dpath, "mounts/%s/cblobs", b->mount);
+    int fd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
+    if (rc == -EWOULDBLOCK)
+        return hfs3_err(-EBUSY, "%s/%s is being fetched or checked by another process", dpath, b->sha);
+    if (rc < 0)
+        return rc;
+    int mfd = openat(c->mounts, b->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dir = mfd < 0 ? -1 : openat(mfd, "cblobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) {
+        rc = hfs3_err(-errno, "%s: %s", dpath, strerror(errno));
+    } else if ((rc = hfs3_gc_unlink_unpinned(c, dir, dpath, b->sha, dry_run)) == 0 && !dry_run) {
+        char rec[96];
+        snprintf(rec, sizeof rec, "%s.m%s", b->sha, b->mount);
+        (void)unlinkat(c->unflushed, rec, 0);
+    }
+    if (dir >= 0)
+        close(dir);
+    if (mfd >= 0)
+        close(mfd);
+    hfs3_cache_unlock(fd);
+    return rc;
+}
+
 int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int check)
 {
+    if (b->mount[0] && !check)
+        return not_ours(c, b) ? hfs3_err(-EPERM, "mounts/%s/cblobs/%s belongs to uid %u: only its owner or root may "
+                                         "remove it from a shared cache", b->mount, b->sha, (unsigned)b->uid)
+                              : remove_cblob(c, b, dry_run);
     if (!check && not_ours(c, b))
         return hfs3_err(-EPERM, "%s/%s belongs to uid %u: only its owner or root may remove it from a shared cache",
                         c->p_blobs, b->sha, (unsigned)b->uid);
@@ -360,7 +461,7 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
     struct stat st;
     snprintf(lock, sizeof lock, "%s.lock", b->sha);
     int had_lock = fstatat(c->locks, lock, &st, AT_SYMLINK_NOFOLLOW) == 0;
-    int fd = -1, pfd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
+    int fd = -1, rc = hfs3_cache_lock(c, c->locks, lock, c->p_locks, 1, &fd, NULL);
     if (rc == -EWOULDBLOCK)
         return hfs3_err(-EBUSY, "%s/%s is being fetched or checked by another process", c->p_blobs, b->sha);
     if (rc < 0)
@@ -396,36 +497,51 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
             goto out;
         }
     }
+    rc = hfs3_gc_unlink_unpinned(c, c->blobs, c->p_blobs, b->sha, dry_run);
+out:
+    hfs3_cache_unlock(fd);
+    return rc;
+}
+
+int hfs3_gc_pinned(const hfs3_cache *c, const char *sha)
+{
+    char pin[96];
+    pin_name(pin, sizeof pin, sha);
+    int pfd = openat(c->locks, pin, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (pfd < 0)
+        return 0;
+    int busy = flock(pfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(pfd);
+    return busy;
+}
+
+int hfs3_gc_unlink_unpinned(const hfs3_cache *c, int dir, const char *dpath, const char *sha, int dry_run)
+{
     /* a pinned blob (a process is about to open it, or a fetch keeps it for its model) stays. No pin file:
      * nobody pins it now, and none is created here (no litter for every blob ever removed): a shim that pins
-     * later takes the blob's lock, held here, before it looks for the blob; `fetch`, which looks first, finds
-     * a file removed that way in its check at the end */
+     * later takes the blob's lock, held by the caller, before it looks for the blob; `fetch`, which looks
+     * first, finds a file removed that way in its check at the end */
     char pin[96];
-    pin_name(pin, sizeof pin, b->sha);
+    struct stat st;
+    pin_name(pin, sizeof pin, sha);
     /* (fstatat first: a missing pin is the common case, and must not replace verify's message) */
-    pfd = fstatat(c->locks, pin, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
-              ? -ENOENT : hfs3_cache_openat(c, c->locks, pin, O_RDONLY, NULL, c->p_locks);
-    if (pfd == -ENOENT) {
+    int rc, pfd = fstatat(c->locks, pin, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
+                      ? -ENOENT : hfs3_cache_openat(c, c->locks, pin, O_RDONLY, NULL, c->p_locks);
+    if (pfd == -ENOENT)
         pfd = -1;
-    } else if (pfd < 0) {
-        rc = pfd;
-        pfd = -1;
-        goto out;
-    } else if (flock(pfd, LOCK_EX | LOCK_NB) < 0) {
+    else if (pfd < 0)
+        return pfd;
+    if (pfd >= 0 && flock(pfd, LOCK_EX | LOCK_NB) < 0) {
         rc = errno == EWOULDBLOCK ? hfs3_err(-EBUSY, "%s/%s is pinned: a process is opening it, or a fetch keeps "
-                                             "it for its model", c->p_blobs, b->sha)
+                                             "it for its model", dpath, sha)
                                   : hfs3_err(-errno, "flock %s/%s: %s", c->p_locks, pin, strerror(errno));
-        goto out;
-    }
-    if (!dry_run && unlinkat(c->blobs, b->sha, 0) < 0) {
+    } else if (!dry_run && unlinkat(dir, sha, 0) < 0) {
         int e = errno;
-        rc = hfs3_err(e == EACCES ? -EPERM : -e, "removing %s/%s: %s", c->p_blobs, b->sha, strerror(e));
-        goto out;
+        rc = hfs3_err(e == EACCES ? -EPERM : -e, "removing %s/%s: %s", dpath, sha, strerror(e));
+    } else {
+        rc = 0;
     }
-    rc = 0;
-out:
     hfs3_cache_unlock(pfd);
-    hfs3_cache_unlock(fd);
     return rc;
 }
 
@@ -481,6 +597,14 @@ static int room_once(const hfs3_cache *c, const char *sha, uint64_t size, uint64
     size_t n = 0;
     if ((rc = hfs3_gc_list(c, &b, &n)) < 0)
         goto out;
+    /* a cblobs/ file is a cached file like a blob (the flush only moves it): counted, and evicted in LRU order */
+    size_t cap = n;
+    int oom = 0;
+    list_cblobs(c, &b, &n, &cap, &oom);
+    if (oom) {
+        rc = hfs3_err(-ENOMEM, "out of memory");
+        goto out;
+    }
     uint64_t tmp = hfs3_gc_tmp_bytes(c), used = tmp, evictable = 0, foreign = 0, held = 0, busy_b = 0;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(b[i].sha, sha))
@@ -584,7 +708,7 @@ int hfs3_gc_make_room(const hfs3_cache *c, const char *sha, uint64_t size)
                         "nothing was removed or downloaded (raise HFS3_CACHE_MAX)", hfs3_gc_human(size, h1, sizeof h1),
                         getenv("HFS3_CACHE_MAX"), hfs3_gc_human(max, h2, sizeof h2));
     /* the common case, the file fits: one readdir and one fstatat per blob, no lock, no last-use lookups */
-    if (blob_bytes(c, sha) + hfs3_gc_tmp_bytes(c) + need <= max && need <= fs_avail(c))
+    if (blob_bytes(c, sha) + hfs3_gc_tmp_bytes(c) + hfs3_gc_cblob_bytes(c) + need <= max && need <= fs_avail(c))
         return 0;
     /* Bytes of fetches in progress and blobs busy for a moment become removable when those end: wait while
      * that state keeps moving, and give up after GC_ROOM_STALL seconds without a change (a dead fetch's

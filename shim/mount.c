@@ -107,27 +107,40 @@ static void load(struct sh_mount *m)
         m->broken = 1;
         return;
     }
-    /* HFS3_OFFLINE=1: the helper runs only when nothing is cached, to look (without the network) for the same
-     * endpoint + bucket + prefix cached under another spelling of the REMOTE (mounts/K/canonical) */
-    if (sh_offline ? !have : !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) {
+    /* HFS3_OFFLINE=1: the helper runs once per mount and process, without the network: with nothing cached to
+     * look for the same endpoint + bucket + prefix cached under another spelling of the REMOTE
+     * (mounts/K/canonical); with an index cached to check that the REMOTE still resolves to the endpoint its
+     * manifest came from (rclone.conf or AWS_ENDPOINT_URL may have changed since) */
+    int said_no = 0;
+    if (sh_offline || !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) {
         mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
         snprintf(lk, SH_SCR, "%s/lock", m->dir);
         char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
-        /* with a cached index the helper itself warns (once) when it has to fall back to it */
-        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir, ttl};
+        /* with a cached index the helper itself warns (once) when it has to fall back to it; offline, only an
+         * index installed while we waited (its stamp changed) spares the check */
+        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir, sh_offline ? 0 : ttl};
         struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
-        sh_log(2, sh_offline ? "%s: no manifest cached for %s: looking for one under another spelling" :
-               "%s: refreshing the manifest of %s", m->path, m->remote);
+        sh_log(2, !sh_offline ? "%s: refreshing the manifest of %s" :
+               have ? "%s: checking that %s still resolves to the endpoint of its cached manifest" :
+               "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
+        time_t t0 = time(NULL);
         int rc = sh_run_locked(&j);
         if (rc == -ETIMEDOUT)
             sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
                    sh_stall);
-        /* -EINTR: a signal; what is cached is used (or the mount is broken for this process) */
+        /* -EINTR: a signal; what is cached is used (or the mount is broken for this process). The helper exited
+         * with an error it wrote into mounts/K/error during this run (it never does so while it falls back to a
+         * cached manifest it accepts): the cached index is refused (an endpoint changed, a cache rule broken).
+         * A helper that could not run at all (not installed, a read-only cache) or could not resolve the REMOTE
+         * here (exit 2: a server need not define a spelling it has cached) leaves what is cached in use. */
+        struct stat est;
+        snprintf(lk, SH_SCR, "%s/error", m->dir);
+        said_no = have && rc == 1 && sh_r.stat(lk, &est) == 0 && est.st_mtime >= t0 - 1;
     }
     m->broken = 1;
     snprintf(p, SH_SCR, "%s/index", m->dir);
-    int fd = sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    int refused = fd < 0 && errno == ELOOP;
+    int fd = said_no ? -1 : sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    int refused = fd < 0 && errno == ELOOP && !said_no;
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);
     if (fd >= 0 && !sh_trusted_file(fd, p)) {
@@ -162,7 +175,7 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused && sh_hub_load(m)) {
+    if (m->broken && !refused && !said_no && sh_hub_load(m)) {
         sh_mkdirs(lk);   /* a hub: its root is its skeleton, its repositories sub-mounts */
     } else if (m->broken && !refused && mkerr < 0 && why[0]) {
         sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
@@ -211,7 +224,9 @@ static void load_now(struct sh_mount *m)
 /* A vfork child (subprocess(cwd=M/dirlink) before the parent looked at the mount): a cached index that needs no
  * refresh (HFS3_OFFLINE=1, or younger than the TTL), that no one else could have written (load()'s rule), is mapped
  * as load() maps it, with no lock, helper, log line or allocation; the child shares the parent's memory, so the
- * parent finds the mount loaded. Every system call comes before the mount is claimed, and the claim, the fields
+ * parent finds the mount loaded. Offline, load() would first have the helper check the index's endpoint: the child
+ * skips that, as it skips the TTL's refresh, since it only changes directory and execs, and the program it
+ * runs loads (and checks) the mount itself. Every system call comes before the mount is claimed, and the claim, the fields
  * and the release follow with none in between. 0 once loaded, -EAGAIN when it cannot be done here. */
 static int vfork_map(struct sh_mount *m)
 {

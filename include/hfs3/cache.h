@@ -131,6 +131,10 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
  * error): writes mounts/K/error. */
 void hfs3_mount_set_error(const hfs3_cache *c, const char *spec, const char *msg);
 
+/* 1 when spec has an index and a manifest.json cached under its own spelling that the rules (and
+ * HFS3_VERIFY_FOREIGN) accept; 0 otherwise. Nothing is created or written. */
+int hfs3_mount_cached(const hfs3_cache *c, const char *spec);
+
 /* Loads and validates mounts/K/manifest.json of spec. -ENOENT when none is cached. */
 int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out);
 

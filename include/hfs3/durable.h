@@ -31,7 +31,9 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name);
  * boot, or unreadable (the blob must be verified again before it is trusted). */
 int hfs3_unflushed_state(const hfs3_cache *c, const char *name);
 
-/* Flushes the blob open as fd (fdatasync, then its directory dir) and removes its record name. 0 or -errno. */
+/* Flushes the blob open as fd (fdatasync, then its directory dir) and removes its record name; a chunk-checked
+ * blob's record (<sha256>.m<key>) is written again under this boot instead, for hfs3_flush_pending to promote
+ * it. 0 or -errno. */
 int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd);
 
 /* Flushes every blob recorded under this boot whose lock is free (a blob being fetched is its fetcher's), and

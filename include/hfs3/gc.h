@@ -36,6 +36,7 @@ typedef struct hfs3_gc_blob {
     int64_t last_use;  /* seconds: the later of its lock file's and its own mtime */
     uid_t uid;
     int refs;          /* number of cached manifests naming it (filled by hfs3_gc_count_refs) */
+    char mount[17];    /* "": blobs/<sha>; else mounts/<mount>/cblobs/<sha> (make_room's candidates only) */
 } hfs3_gc_blob;
 
 /* Lists blobs/ (names of 64 hex digits that are regular files), sorted by sha. *out is the caller's (free). */
@@ -72,6 +73,17 @@ void hfs3_gc_note_remote(const hfs3_cache *c, int mfd, const char *mdir, const c
 int hfs3_gc_pin(const hfs3_cache *c, const char *sha);
 void hfs3_gc_unpin(int fd, const char *sha);
 int hfs3_gc_pinned_here(const char *sha);
+/* The bytes of the mounts' cblobs/ files still to be hashed whole (found by their unflushed/ records): counted
+ * against the budget, and evicted by make_room like blobs. */
+uint64_t hfs3_gc_cblob_bytes(const hfs3_cache *c);
+/* Those files as gc entries (mount set, refs 1), unsorted; *out is the caller's (free). */
+int hfs3_gc_list_cblobs(const hfs3_cache *c, hfs3_gc_blob **out, size_t *n);
+/* 1 when some process pins sha now (a look, not a lock: the caller holds the blob's lock to make it last). */
+int hfs3_gc_pinned(const hfs3_cache *c, const char *sha);
+/* Removes dir/sha (dpath names dir in messages) unless its pin is held; the caller holds the blob's lock
+ * (locks/<sha>.lock), so no pin can start in between. 0 (also with dry_run, nothing removed), -EBUSY pinned,
+ * or -errno with the message set. */
+int hfs3_gc_unlink_unpinned(const hfs3_cache *c, int dir, const char *dpath, const char *sha, int dry_run);
 
 /* Removes blob b (dry_run: only checks it could) under its lock taken without waiting. 0 removed (or would
  * be), -EBUSY its lock is held (being fetched or checked) or it is pinned, -EPERM another user's in a sticky directory

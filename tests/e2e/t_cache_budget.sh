@@ -153,3 +153,27 @@ grep -q "s3test:models/q: s0.safetensors: not in the cache after this fetch: rem
   { cat "$WORK/out" "$WORK/err"; fail "missing file not named"; }
 grep -q "0 failed, 1 not cached" "$WORK/out" || { cat "$WORK/out"; fail "summary"; }
 ok "a file removed during fetch: exit 1: $(grep -m1 'not in the cache' "$WORK/err" | head -c 140)..."
+
+# files checked by their chunk digests wait in their mount's cblobs/ for the flush to hash them whole: the budget
+# counts them and evicts them like blobs. With the flush held back (as a crash would), 9 MiB there and a budget of
+# 12 MiB: a 5 MiB file evicts the 9 MiB one (and its record), never going over the budget
+rm -rf "$HFS3_CACHE_DIR"
+mkdir -p "$WORK/c9" "$WORK/c5"
+head -c $((9 << 20)) /dev/urandom >"$WORK/c9/x.safetensors"
+head -c $((5 << 20)) /dev/urandom >"$WORK/c5/y.safetensors"
+fetch_publish "$WORK/c9" s3test:models/c9
+fetch_publish "$WORK/c5" s3test:models/c5
+HFS3_VERIFY=chunks HFS3_TEST_NO_FLUSH=1 HFS3_CACHE_MAX=12M expect_exit 0 "fetch c9, chunk-checked" \
+  "$HFS3_BIN" fetch s3test:models/c9
+[ -n "$(find "$HFS3_CACHE_DIR"/mounts/*/cblobs -type f)" ] || fail "test setup: nothing in cblobs/"
+HFS3_VERIFY=chunks HFS3_TEST_NO_FLUSH=1 HFS3_CACHE_MAX=12M expect_exit 0 "fetch c5 with 9 MiB in cblobs/" \
+  "$HFS3_BIN" fetch s3test:models/c5
+[ "$(du -sbc "$HFS3_CACHE_DIR"/blobs "$HFS3_CACHE_DIR"/mounts/*/cblobs | tail -1 | cut -f1)" -le $((12 << 20)) ] ||
+  fail "the cache went over its budget: $(find "$HFS3_CACHE_DIR"/blobs "$HFS3_CACHE_DIR"/mounts/*/cblobs -type f -size +1M)"
+[ "$(ls "$HFS3_CACHE_DIR/unflushed" | wc -l)" = 1 ] || fail "records left: $(ls "$HFS3_CACHE_DIR/unflushed")"
+ok "the budget counts chunk-checked files not yet hashed whole (cblobs/), and evicts them with their record"
+expect_exit 0 "cache gc --max 0 with a file in cblobs/" "$HFS3_BIN" cache gc --max 0
+[ -z "$(find "$HFS3_CACHE_DIR"/blobs "$HFS3_CACHE_DIR"/mounts/*/cblobs -type f)" ] ||
+  fail "cache gc --max 0 left: $(find "$HFS3_CACHE_DIR"/blobs "$HFS3_CACHE_DIR"/mounts/*/cblobs -type f)"
+[ -z "$(ls -A "$HFS3_CACHE_DIR/unflushed")" ] || fail "cache gc left records: $(ls "$HFS3_CACHE_DIR/unflushed")"
+ok "cache gc removes a cblobs/ file and its record like a blob"

@@ -110,6 +110,11 @@ PY
   ! grep -q "$SC.*refusing" "$WORK/err" || fail "the intact blob was refused"
   grep -q ", 8.0 MiB fetched" "$WORK/out" || { cat "$WORK/out"; fail "expected a and b (8 MiB) fetched again"; }
   wait_flushed
+  if [ "$P" = c ]; then  # the intact one, chunk-checked again after the reboot, is promoted too (record kept till then)
+    for _ in $(seq 1 100); do [ -e "$CD/blobs/$SC" ] && break; sleep 0.1; done
+    [ -e "$CD/blobs/$SC" ] || fail "the intact chunk-checked blob, verified after the reboot, never entered blobs/"
+    [ -z "$(ls -A "$CD"/mounts/*/cblobs)" ] || fail "cblobs/ not empty after the reboot's flush: $(ls "$CD"/mounts/*/cblobs)"
+  fi
   ok "$P: fetch after a reboot: zeroed and torn unflushed blobs fetched again, the intact one verified and kept"
 
   # the same through the shim

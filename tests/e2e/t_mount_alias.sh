@@ -71,7 +71,8 @@ for spelling in via:models/qwen via:models/qwen/ "via:/models//qwen//" othername
   ok "offline with $spelling: 4 files, 0 requests"
 done
 # what the first spelling's offline open found: its own cache entry now, with what it resolves to
-d_s3=$(grep -lx 's3://models/qwen' "$HFS3_CACHE_DIR"/mounts/*/remote || true)
+# (the spelling the helper saw last: the offline check of s3://models/qwen/ runs it too)
+d_s3=$(grep -lx 's3://models/qwen/\?' "$HFS3_CACHE_DIR"/mounts/*/remote || true)
 [ -n "$d_s3" ] || fail "s3://models/qwen has its own cache entry"
 [ "$(cat "$(dirname "$d_s3")/canonical")" = "http://127.0.0.1:$P/models/qwen" ] || fail "its canonical"
 ok "the new spelling's entry records http://127.0.0.1:$P/models/qwen"
@@ -169,12 +170,37 @@ one_line "$WORK/err"
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "offline: the message names both endpoints"; }
 ok "offline, endpoint changed: $(cat "$WORK/err")"
+# the shim with that very spelling and its index cached: offline it has the helper check the endpoint once per
+# mount and process, and refuses the old endpoint's manifest with the helper's line; never served silently
+if HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" \
+   2>"$WORK/err"; then
+  fail "the shim offline served the manifest cached from the old endpoint"
+fi
+grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
+  "$WORK/err" || { cat "$WORK/err"; fail "the shim offline: the helper's line naming both endpoints"; }
+ok "the shim offline, endpoint changed: refused, $(head -1 "$WORK/err")"
+RCLONE_CONFIG_MOVED_ENDPOINT="http://127.0.0.1:$S3_PORT" HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" \
+  LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "shim, endpoint back"; }
+cmp -s "$WORK/out" "$m/config.json" || fail "the shim offline, the endpoint pointed back: config.json"
+ok "the shim offline, the endpoint pointed back: served as before"
+(unset RCLONE_CONFIG_MOVED_TYPE RCLONE_CONFIG_MOVED_ENDPOINT
+ HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM cat "$M/config.json") >"$WORK/out" \
+  2>"$WORK/err" || { cat "$WORK/err"; fail "shim offline, the remote not defined here"; }
+cmp -s "$WORK/out" "$m/config.json" || fail "the shim offline, the remote not defined here: config.json"
+ok "the shim offline, the remote not defined here: what its very spelling cached is served"
 RCLONE_CONFIG_MOVED_ENDPOINT=http://127.0.0.1:1 HFS3_RETRIES=0 expect_exit 1 "S3 unreachable, the endpoint changed" \
   "$H" _index moved:models/qwen
 one_line "$WORK/err"
 grep -q "cached from http://127.0.0.1:$S3_PORT/models/qwen is not used: it now resolves to http://127.0.0.1:1/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "S3 unreachable: the message names both endpoints"; }
 ok "S3 unreachable, endpoint changed: $(cat "$WORK/err")"
+if RCLONE_CONFIG_MOVED_ENDPOINT=http://127.0.0.1:1 HFS3_RETRIES=0 HFS3_MANIFEST_TTL=0 HFS3_MOUNTS="$M=moved:models/qwen" \
+   LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" 2>"$WORK/err"; then
+  cat "$WORK/err"; fail "the shim, S3 unreachable: served the manifest cached from the old endpoint"
+fi
+grep -q "is not used: it now resolves to http://127.0.0.1:1/models/qwen" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the shim, S3 unreachable: the helper's line naming both endpoints"; }
+ok "the shim, S3 unreachable, endpoint changed: refused (the second refusal in a row: the failed fetch kept canonical)"
 expect_exit 0 "online, the endpoint changed" "$H" _index moved:models/qwen
 grep -rqx "http://localhost:$S3_PORT/models/qwen" "$HFS3_CACHE_DIR"/mounts/*/canonical || fail "online: canonical"
 HFS3_OFFLINE=1 expect_exit 0 "offline after the new endpoint's manifest" "$H" _index moved:models/qwen

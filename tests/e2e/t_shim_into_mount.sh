@@ -23,6 +23,7 @@ SRC=$WORK/outside
 mkdir -p "$SRC"
 echo "a file outside" >"$SRC/x"
 mkdir "$SRC/d"
+shim ls "$R" >/dev/null   # the first look (offline, the helper's endpoint check takes mounts/K/lock)
 tree_before=$(find "$HFS3_CACHE_DIR" | sort | sha256sum)
 
 shim_check "the mount answers at the real directory's path" test "$(shim cat "$R/a.txt")" = "hello from a"

@@ -1,6 +1,7 @@
 /* mkindex.c - test tool: puts a mount into a cache without S3, so the shim can be tested alone.
  *   mkindex MANIFEST.json CACHEDIR REMOTE [BLOBSRCDIR]
- * parses MANIFEST.json with the validating parser, installs its index (and skeleton) into
+ * parses MANIFEST.json with the validating parser, installs its index (and skeleton) and a copy of it as
+ * manifest.json (what the helper's offline check wants cached beside an index) into
  * CACHEDIR/mounts/<hfs3_mountkey(REMOTE)>/ and, with BLOBSRCDIR, copies each file entry's content from
  * BLOBSRCDIR/<path> to CACHEDIR/blobs/<sha256> (mode 0444). On a parse failure it writes the message to
  * CACHEDIR/mounts/<key>/error (as the helper would) and exits 1. */
@@ -56,6 +57,10 @@ int main(int argc, char **argv)
     rc = hfs3_read_file(argv[1], HFS3_MAX_DOC, &doc, &n);
     if (rc == 0)
         rc = hfs3_manifest_parse(doc, n, &m);
+    if (rc == 0) {
+        snprintf(p, sizeof p, "%s/manifest.json", mdir);
+        rc = hfs3_write_file_atomic(p, doc, n, 0640);
+    }
     free(doc);
     if (rc < 0) {
         fprintf(stderr, "mkindex: %s: %s\n", argv[1], hfs3_errmsg());
