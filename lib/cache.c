@@ -732,8 +732,8 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
     }
     if (hfs3_env_bool("HFS3_OFFLINE", 0)) {
         if (have_cached && !foreign_cached) {
-            /* the shim's check, once per mount and process: the name `cache du` knows the mount by stays the
-             * one it was fetched under, whichever spelling of the same REMOTE (same key) looked last */
+            /* the shim's check, once per mount and process: it writes nothing (a lock file aside), and the
+             * name `cache du` knows the mount by stays the one it was fetched under */
             checked_only = 1;
             rc = 0;
             goto ok;
@@ -787,7 +787,7 @@ fail:
 ok:
     unlinkat(mfd, "error", 0);
 out:
-    if (!checked_only || faccessat(mfd, "remote", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+    if (!checked_only)
         hfs3_gc_note_remote(c, mfd, mdir, r->spec); /* how `cache du` and `status` name the mount */
     hfs3_cache_unlock(fd);
     close(mfd);

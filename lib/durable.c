@@ -108,10 +108,13 @@ int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd
     return 0;
 }
 
+#define FLUSH_BAD_MAX 64
 typedef struct flush_scan {
     const hfs3_cache *c;
     int flushed;
     int retry; /* records left because their blob was pinned or could not be settled yet */
+    int nbad;  /* chunk-checked blobs already hashed and found not to match, pinned then: not hashed again */
+    char bad[FLUSH_BAD_MAX][64 + 2 + 16 + 1];
 } flush_scan;
 
 /* Record names: <sha256> (blobs/<sha256>), or <sha256>.m<mount key> (mounts/<key>/cblobs/<sha256>, a blob
@@ -124,26 +127,35 @@ static int blob_name_ok(const char *name)
             strspn(name + 66, "0123456789abcdef") == 16);
 }
 
+/* A chunk-checked blob that hashed to another sha256 than its name (its manifest's chunks and sha256
+ * disagree: a manifest built wrong, or lying) is removed once no open is about to use it (its pin is free; a
+ * process that has it open keeps reading it), so a cblobs/ file never outlives its record. 0 removed, 1 pinned
+ * (try again later). Under the blob's lock. */
+static int drop_mismatch(const hfs3_cache *c, int cdir, const char *sha)
+{
+    int r = hfs3_gc_unlink_unpinned(c, cdir, "mounts/<key>/cblobs", sha, 0);
+    if (r == -EBUSY)
+        return 1;
+    if (r < 0) /* gone already, or another user's (theirs to remove): nothing more to do here */
+        return 0;
+    hfs3_warn("cache: a file checked by its manifest's chunk digests does not hash to %s as the manifest says: "
+              "removed (rebuild that manifest with hfs3-manifest build)", sha);
+    return 0;
+}
+
 /* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
- * that sha256 may use it (and gc counts it). A mismatch means the manifest's chunks and sha256 disagree (a
- * manifest built wrong, or lying): the blob is removed once no open is about to use it (its pin is free; a
- * process that has it open keeps reading it), so a cblobs/ file never outlives its record, and the cache
- * budget only has to count cblobs/ as in flight. Under the blob's lock; fd is cblobs/<sha> open. 0 when
- * settled (moved, already in blobs/, removed), -1 when worth another try at the next flush (it could not be
- * read, it is pinned, the rename failed): then its record stays. */
+ * that sha256 may use it (and gc counts it); an open about to read it from cblobs/ finds it gone and looks
+ * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open. 0 when settled (moved, already in
+ * blobs/, removed), -1 when worth another try at the next flush (it could not be read, the rename failed), 1
+ * when it does not match and is pinned (drop_mismatch): then its record stays. */
 static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
 {
     char hex[65];
     struct stat a, b;
     if (hfs3_sha256_fd(fd, hex, NULL) < 0 || fstat(fd, &a) < 0)
         return -1;
-    if (strcmp(hex, sha) != 0) {
-        if (hfs3_gc_unlink_unpinned(c, cdir, "mounts/<key>/cblobs", sha, 0) < 0)
-            return -1;
-        hfs3_warn("cache: a file checked by its manifest's chunk digests hashes to %s, not %s as the manifest says: "
-                  "removed (rebuild that manifest with hfs3-manifest build)", hex, sha);
-        return 0;
-    }
+    if (strcmp(hex, sha) != 0)
+        return drop_mismatch(c, cdir, sha);
     /* the name must still be the file that was hashed (a member's own file could have been swapped) */
     if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return 0;
@@ -197,14 +209,18 @@ static int flush_one(void *ud, const char *name)
         struct stat st;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fdatasync(fd) == 0 && fsync(dir) == 0) {
             s->flushed++;
-            /* a pinned chunk-checked blob (an open about to read it, a fetch keeping its model) is hashed once
-             * its pin is free: a mismatch removes it, which must not fail that open */
-            if (chunked && hfs3_gc_pinned(c, sha))
-                s->retry++;
-            else if (!chunked || promote(c, dir, sha, fd) == 0)
+            /* a mismatch is removed only once its pin is free (an open about to read it, a fetch keeping its
+             * model): until then its record stays, and it is not hashed again */
+            int known_bad = 0;
+            for (int i = 0; chunked && i < s->nbad && !known_bad; i++)
+                known_bad = !strcmp(s->bad[i], name);
+            int r = !chunked ? 0 : known_bad ? drop_mismatch(c, dir, sha) : promote(c, dir, sha, fd);
+            if (r == 0)
                 drop_record(c, name);
             else
                 s->retry++;
+            if (r == 1 && !known_bad && s->nbad < FLUSH_BAD_MAX)
+                snprintf(s->bad[s->nbad++], sizeof s->bad[0], "%s", name);
         }
         close(fd);
     }
@@ -217,7 +233,9 @@ static int flush_one(void *ud, const char *name)
 
 int hfs3_flush_pending(const hfs3_cache *c)
 {
-    flush_scan s = {c, 0, 0};
+    static flush_scan s; /* (the bad list is 5 KiB: off the stack; one flush per process) */
+    memset(&s, 0, sizeof s);
+    s.c = c;
     (void)hfs3_cache_scan(c->unflushed, "", "", flush_one, &s);
     /* pins last as long as an open (or a fetch, whose end spawned this flush): look again for a few seconds */
     for (int i = 0; s.retry && i < 50; i++) {

@@ -503,18 +503,6 @@ out:
     return rc;
 }
 
-int hfs3_gc_pinned(const hfs3_cache *c, const char *sha)
-{
-    char pin[96];
-    pin_name(pin, sizeof pin, sha);
-    int pfd = openat(c->locks, pin, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (pfd < 0)
-        return 0;
-    int busy = flock(pfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-    close(pfd);
-    return busy;
-}
-
 int hfs3_gc_unlink_unpinned(const hfs3_cache *c, int dir, const char *dpath, const char *sha, int dry_run)
 {
     /* a pinned blob (a process is about to open it, or a fetch keeps it for its model) stays. No pin file:

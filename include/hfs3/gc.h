@@ -78,8 +78,6 @@ int hfs3_gc_pinned_here(const char *sha);
 uint64_t hfs3_gc_cblob_bytes(const hfs3_cache *c);
 /* Those files as gc entries (mount set, refs 1), unsorted; *out is the caller's (free). */
 int hfs3_gc_list_cblobs(const hfs3_cache *c, hfs3_gc_blob **out, size_t *n);
-/* 1 when some process pins sha now (a look, not a lock: the caller holds the blob's lock to make it last). */
-int hfs3_gc_pinned(const hfs3_cache *c, const char *sha);
 /* Removes dir/sha (dpath names dir in messages) unless its pin is held; the caller holds the blob's lock
  * (locks/<sha>.lock), so no pin can start in between. 0 (also with dry_run, nothing removed), -EBUSY pinned,
  * or -errno with the message set. */

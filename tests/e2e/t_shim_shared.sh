@@ -47,6 +47,7 @@ grep -qx org "$WORK/a.ls" || fail "user A: ls /models shows $(cat "$WORK/a.ls")"
 K=$(ls "$HFS3_CACHE_DIR/mounts" | grep -v '^ancestors$')
 [ "$(mode "mounts/$K")" = "65533 2770" ] || fail "mounts/K (made by A's shim): $(mode "mounts/$K")"
 [ "$(mode "mounts/$K/lock")" = "65533 660" ] || fail "mounts/K/lock (made by A's shim): $(mode "mounts/$K/lock")"
+wait_flushed "$HFS3_CACHE_DIR"   # the chunk-checked file enters blobs/ through the detached flush
 [ "$(mode "locks/$cfg.lock")" = "65533 660" ] || fail "lock of config.json (made by A's shim): $(mode "locks/$cfg.lock")"
 [ "$(mode "blobs/$cfg")" = "65533 440" ] || fail "blob of config.json: $(mode "blobs/$cfg")"
 [ "$(mode mounts/ancestors)" = "65533 3770" ] || fail "mounts/ancestors: $(mode mounts/ancestors)"
@@ -65,6 +66,7 @@ cmp -s "$WORK/b.cfg" "$WORK/m/config.json" || fail "user B: content of config.js
 as_user 65534 ls /models/org >"$WORK/b.ls" 2>>"$WORK/b.err" || { cat "$WORK/b.err"; fail "user B: ls /models/org"; }
 grep -qx m1 "$WORK/b.ls" || fail "user B: ls /models/org shows $(cat "$WORK/b.ls")"
 [ ! -s "$WORK/b.err" ] || { cat "$WORK/b.err"; fail "user B: the shim logged"; }
+wait_flushed "$HFS3_CACHE_DIR"
 [ "$(mode "blobs/$tok")" = "65534 440" ] || fail "blob of tokenizer.json: $(mode "blobs/$tok")"
 [ "$(mode "blobs/$cfg")" = "65534 440" ] || fail "blob of config.json, fetched again by B: $(mode "blobs/$cfg")"
 [ "$(mode "locks/$tok.lock")" = "65534 660" ] || fail "lock of tokenizer.json (made by B's shim): $(mode "locks/$tok.lock")"
