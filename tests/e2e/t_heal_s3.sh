@@ -30,6 +30,7 @@ slice() { tail -c +$(($1 + 1)) "$D/m/big.bin" | head -c "$2"; }
 proxy() {
   [ -n "$PROXY_PID" ] && { kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; }
   PLOG=$WORK/proxy.$RANDOM.log
+  rm -f "$WORK/proxy.out"   # else the wait below may read the killed proxy's port before the shell truncates it
   python3 "$HFS3_ROOT/tests/e2e/s3proxy.py" --target "127.0.0.1:$S3_PORT" --log "$PLOG" --match big.bin "$@" >"$WORK/proxy.out" &
   PROXY_PID=$!
   local i

@@ -97,6 +97,7 @@ cmp "$WORK/anon.get" "$D/m/big.bin"; res "anonymous (unsigned) GET"
 proxy() {
   [ -n "$PROXY_PID" ] && { kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null; }
   PLOG=$WORK/proxy.$RANDOM.log
+  rm -f "$WORK/proxy.out"   # else the wait below may read the killed proxy's port before the shell truncates it
   python3 "$HFS3_ROOT/tests/e2e/s3proxy.py" --target "127.0.0.1:$S3_PORT" --log "$PLOG" "$@" >"$WORK/proxy.out" &
   PROXY_PID=$!
   local i
