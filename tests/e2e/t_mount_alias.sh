@@ -179,6 +179,27 @@ fi
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "the shim offline: the helper's line naming both endpoints"; }
 ok "the shim offline, endpoint changed: refused, $(head -1 "$WORK/err")"
+# the mount first touched in a vfork child (Python's subprocess changing into it): the child maps the index
+# without the check and the parent shares its memory; the parent still has the helper check it before it
+# serves a byte (review of e2f810d)
+cat >"$WORK/vf.py" <<'PY'
+import subprocess, sys
+try:
+    subprocess.run(["true"], cwd=sys.argv[1])
+except OSError as e:
+    print("child", e.errno)
+try:
+    open(sys.argv[1] + "/config.json").read()
+    print("served")
+except OSError as e:
+    print("refused", e.errno)
+PY
+HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/vf.py" "$M" >"$WORK/out" \
+  2>"$WORK/err" || true
+grep -qx "refused 5" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "a vfork child's unchecked index served the parent"; }
+grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the parent after a vfork child: the helper's line"; }
+ok "the shim offline, the mount first touched in a vfork child: the parent refuses the index too"
 RCLONE_CONFIG_MOVED_ENDPOINT="http://127.0.0.1:$S3_PORT" HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" \
   LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "shim, endpoint back"; }
 cmp -s "$WORK/out" "$m/config.json" || fail "the shim offline, the endpoint pointed back: config.json"
