@@ -75,9 +75,10 @@ static int index_fresh(const void *arg)
  * repos), st its stat when there is one. 1 when the helper refused the cached index: -EINTR, a signal, leaves
  * what is cached in use (or the mount broken for this process); so do a helper that could not run at all (not
  * installed, a read-only cache) and one that could not resolve the REMOTE here (exit 2: a server need not
- * define a spelling it has cached). Refused: it exited 1 with an error it wrote into mounts/K/error during this
- * run (it never does so while it falls back to a cached manifest it accepts: an endpoint changed, a cache rule
- * broken). *mkerr and why: the mkdir of mounts/K that failed, if one did. */
+ * define a spelling it has cached). Refused: it exited 3 (hfs3_mount_refused: an endpoint changed, a cache rule
+ * broken), or 1 with an error it wrote into mounts/K/error during this run (it never does so while it falls back
+ * to a cached manifest it accepts). The exit status alone decides a refusal: the error file may be unwritable
+ * (a read-only cache, a full disk, a member's file in the sticky mount directory). *mkerr and why: the mkdir of mounts/K that failed, if one did. */
 static int run_index(struct sh_mount *m, const char *idx, const struct stat *st, long ttl, int *mkerr, char *why)
 {
     SH_SCRATCH(t);
@@ -99,7 +100,7 @@ static int run_index(struct sh_mount *m, const char *idx, const struct stat *st,
                sh_stall);
     struct stat est;
     snprintf(lk, SH_SCR, "%s/error", m->dir);
-    return st && rc == 1 && sh_r.stat(lk, &est) == 0 && est.st_mtime >= t0 - 1;
+    return st && (rc == 3 || (rc == 1 && sh_r.stat(lk, &est) == 0 && est.st_mtime >= t0 - 1));
 }
 
 /* An index a vfork child mapped offline without the helper's check (vfork_map): the first call outside the child
