@@ -115,13 +115,8 @@ static void check_now(struct sh_mount *m)
     struct stat st;
     int mkerr = 0;
     snprintf(p, SH_SCR, "%s/index", m->dir);
-    if (sh_r.stat(p, &st) == 0 && run_index(m, p, &st, sh_ttl, &mkerr, why)) {
-        __atomic_store_n(&m->broken, 1, __ATOMIC_RELEASE);
-        snprintf(p, SH_SCR, "%s/error", m->dir);
-        sh_read_line(p, why, 512);
-        if (why[0])
-            sh_log(0, "%s: %s", m->path, why);
-    }
+    if (sh_r.stat(p, &st) == 0 && run_index(m, p, &st, sh_ttl, &mkerr, why))
+        __atomic_store_n(&m->broken, 1, __ATOMIC_RELEASE);   /* the helper said why, on its stderr */
     __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
@@ -216,7 +211,9 @@ static void load(struct sh_mount *m)
     } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
-        if (why[0])   /* the helper's line names the remote */
+        if (said_no)
+            ;   /* the helper said why on its stderr, kept with an index cached: one line, not two */
+        else if (why[0])   /* the helper's line names the remote */
             sh_log(0, "%s: %s", m->path, why);
         else if (sh_offline)
             sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "

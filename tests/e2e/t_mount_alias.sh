@@ -178,6 +178,7 @@ if HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM cat "
 fi
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "the shim offline: the helper's line naming both endpoints"; }
+[ "$(grep -c "but it now resolves to" "$WORK/err")" = 1 ] || { cat "$WORK/err"; fail "the shim offline: one line, not two"; }
 ok "the shim offline, endpoint changed: refused, $(head -1 "$WORK/err")"
 # the mount first touched in a vfork child (Python's subprocess changing into it): the child maps the index
 # without the check and the parent shares its memory; the parent still has the helper check it before it
@@ -199,6 +200,7 @@ HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM python3 
 grep -qx "refused 5" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "a vfork child's unchecked index served the parent"; }
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to" "$WORK/err" ||
   { cat "$WORK/err"; fail "the parent after a vfork child: the helper's line"; }
+[ "$(grep -c "but it now resolves to" "$WORK/err")" = 1 ] || { cat "$WORK/err"; fail "after a vfork child: one line"; }
 ok "the shim offline, the mount first touched in a vfork child: the parent refuses the index too"
 # the helper refuses but cannot write mounts/K/error (a full disk, a read-only cache, or in a shared cache a
 # member's own `error` planted in the sticky mount directory, old mtime): its exit status alone says no. Here a
