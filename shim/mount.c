@@ -245,6 +245,7 @@ static void load_now(struct sh_mount *m)
 {
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);   /* load() checks (a fork during check_now: state 0) */
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
