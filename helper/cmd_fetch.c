@@ -194,7 +194,7 @@ int cmd_index(int argc, char **argv)
         status = 2;
     } else if (hfs3_mount_refresh(c, r, lock_fd, NULL) < 0) {
         errline(hfs3_errmsg());
-        status = 1;
+        status = hfs3_mount_refused() ? 3 : 1; /* 3: the shim maps no index this refused */
     }
     if (lock_fd >= 0)
         close(lock_fd);

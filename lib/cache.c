@@ -690,9 +690,14 @@ static char *alias_read_line(const hfs3_cache *c, int mfd, const char *mdir, con
 static void alias_note(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir);
 static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const char *mdir, int offline);
 
+static _Thread_local int refused;
+
+int hfs3_mount_refused(void) { return refused; }
+
 int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, int *stale)
 {
-    int rc, fd = -1, waited = 0, foreign_cached = 0, checked_only = 0;
+    int rc, fd = -1, waited = 0, foreign_cached = 0, checked_only = 0, had_index = 0;
+    refused = 0;
     char *mdir = NULL, *id = NULL, *was = NULL;
     if (stale)
         *stale = 0;
@@ -711,6 +716,7 @@ int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, i
         rc = hfs3_err_wrap(have_cached, "%s", r->spec);
         goto fail;
     }
+    had_index = have_cached;
     /* the REMOTE now resolves to another endpoint, bucket or prefix than the one its cached manifest came from
      * (rclone.conf or AWS_ENDPOINT_URL changed): that manifest is not this REMOTE's any more */
     struct stat cst;
@@ -782,6 +788,7 @@ rc_set:
     if (rc == 0)
         goto ok;
 fail:
+    refused = had_index;
     hfs3_cache_write_line(c, mfd, "error", mdir, hfs3_errmsg());
     goto out;
 ok:

@@ -239,8 +239,16 @@ static uint64_t list_cblobs(const hfs3_cache *c, hfs3_gc_blob **v, size_t *len, 
         if (strlen(n) != 64 + 2 + 16 || n[64] != '.' || n[65] != 'm' || strspn(n, "0123456789abcdef") != 64 ||
             strspn(n + 66, "0123456789abcdef") != 16)
             continue;
-        snprintf(rel, sizeof rel, "%s/cblobs/%.64s", n + 66, n);
-        if (fstatat(c->mounts, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        /* through no symlink (a record planted by a member could point mounts/K or cblobs outside the cache) */
+        int mfd = openat(c->mounts, n + 66, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int cfd = mfd < 0 ? -1 : openat(mfd, "cblobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        snprintf(rel, sizeof rel, "%.64s", n);
+        int got = cfd >= 0 && fstatat(cfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+        if (cfd >= 0)
+            close(cfd);
+        if (mfd >= 0)
+            close(mfd);
+        if (!got)
             continue;
         sum += (uint64_t)st.st_size;
         if (!v)

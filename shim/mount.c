@@ -71,6 +71,57 @@ static int index_fresh(const void *arg)
     return stamp_of(&st) != f->seen || (now - st.st_mtime < f->ttl && now >= st.st_mtime);
 }
 
+/* The helper's _index for m under the mount lock (load()); idx is the path of what ages (index, or a hub's
+ * repos), st its stat when there is one. 1 when the helper refused the cached index: -EINTR, a signal, leaves
+ * what is cached in use (or the mount broken for this process); so do a helper that could not run at all (not
+ * installed, a read-only cache) and one that could not resolve the REMOTE here (exit 2: a server need not
+ * define a spelling it has cached). Refused: it exited 3 (hfs3_mount_refused: an endpoint changed, a cache rule
+ * broken), or 1 with an error it wrote into mounts/K/error during this run (it never does so while it falls back
+ * to a cached manifest it accepts). The exit status alone decides a refusal: the error file may be unwritable
+ * (a read-only cache, a full disk, a member's file in the sticky mount directory). *mkerr and why: the mkdir of mounts/K that failed, if one did. */
+static int run_index(struct sh_mount *m, const char *idx, const struct stat *st, long ttl, int *mkerr, char *why)
+{
+    SH_SCRATCH(t);
+    char *lk = t->a;
+    *mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
+    snprintf(lk, SH_SCR, "%s/lock", m->dir);
+    char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
+    /* with a cached index the helper itself warns (once) when it has to fall back to it; offline, only an
+     * index installed while we waited (its stamp changed) spares the check */
+    struct fresh f = {idx, st ? stamp_of(st) : 0, m->dir, sh_offline ? 0 : ttl};
+    struct sh_lockjob j = {lk, index_fresh, &f, argv, !st, NULL, NULL, NULL, 0};
+    sh_log(2, !sh_offline ? "%s: refreshing the manifest of %s" :
+           st ? "%s: checking that %s still resolves to the endpoint of its cached manifest" :
+           "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
+    time_t t0 = time(NULL);
+    int rc = sh_run_locked(&j);
+    if (rc == -ETIMEDOUT)
+        sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
+               sh_stall);
+    struct stat est;
+    snprintf(lk, SH_SCR, "%s/error", m->dir);
+    return st && (rc == 3 || (rc == 1 && sh_r.stat(lk, &est) == 0 && est.st_mtime >= t0 - 1));
+}
+
+/* An index a vfork child mapped offline without the helper's check (vfork_map): the first call outside the child
+ * runs the check, as load() would have; refused, the mount is broken from now on (the mapping stays: a thread may
+ * already hold pointers into it). Called with the state taken (1). */
+static void check_now(struct sh_mount *m)
+{
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    SH_SCRATCH(t);
+    char *p = t->a, *why = t->b;
+    struct stat st;
+    int mkerr = 0;
+    snprintf(p, SH_SCR, "%s/index", m->dir);
+    if (sh_r.stat(p, &st) == 0 && run_index(m, p, &st, sh_ttl, &mkerr, why))
+        __atomic_store_n(&m->broken, 1, __ATOMIC_RELEASE);   /* the helper said why, on its stderr */
+    __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+    pthread_setcancelstate(cs, NULL);
+}
+
 static void load(struct sh_mount *m)
 {
     SH_SCRATCH(t);
@@ -112,31 +163,8 @@ static void load(struct sh_mount *m)
      * (mounts/K/canonical); with an index cached to check that the REMOTE still resolves to the endpoint its
      * manifest came from (rclone.conf or AWS_ENDPOINT_URL may have changed since) */
     int said_no = 0;
-    if (sh_offline || !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime) {
-        mkerr = sh_mkdirs_why(m->dir, why, SH_SCR);
-        snprintf(lk, SH_SCR, "%s/lock", m->dir);
-        char *argv[] = {NULL, "_index", "--lock-fd", "3", m->remote, NULL};
-        /* with a cached index the helper itself warns (once) when it has to fall back to it; offline, only an
-         * index installed while we waited (its stamp changed) spares the check */
-        struct fresh f = {p, have ? stamp_of(&st) : 0, m->dir, sh_offline ? 0 : ttl};
-        struct sh_lockjob j = {lk, index_fresh, &f, argv, !have, NULL, NULL, NULL, 0};
-        sh_log(2, !sh_offline ? "%s: refreshing the manifest of %s" :
-               have ? "%s: checking that %s still resolves to the endpoint of its cached manifest" :
-               "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
-        time_t t0 = time(NULL);
-        int rc = sh_run_locked(&j);
-        if (rc == -ETIMEDOUT)
-            sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
-                   sh_stall);
-        /* -EINTR: a signal; what is cached is used (or the mount is broken for this process). The helper exited
-         * with an error it wrote into mounts/K/error during this run (it never does so while it falls back to a
-         * cached manifest it accepts): the cached index is refused (an endpoint changed, a cache rule broken).
-         * A helper that could not run at all (not installed, a read-only cache) or could not resolve the REMOTE
-         * here (exit 2: a server need not define a spelling it has cached) leaves what is cached in use. */
-        struct stat est;
-        snprintf(lk, SH_SCR, "%s/error", m->dir);
-        said_no = have && rc == 1 && sh_r.stat(lk, &est) == 0 && est.st_mtime >= t0 - 1;
-    }
+    if (sh_offline || !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime)
+        said_no = run_index(m, p, have ? &st : NULL, ttl, &mkerr, why);
     m->broken = 1;
     snprintf(p, SH_SCR, "%s/index", m->dir);
     int fd = said_no ? -1 : sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
@@ -183,7 +211,9 @@ static void load(struct sh_mount *m)
     } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
-        if (why[0])   /* the helper's line names the remote */
+        if (said_no)
+            ;   /* the helper said why on its stderr, kept with an index cached: one line, not two */
+        else if (why[0])   /* the helper's line names the remote */
             sh_log(0, "%s: %s", m->path, why);
         else if (sh_offline)
             sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "
@@ -215,6 +245,7 @@ static void load_now(struct sh_mount *m)
 {
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);   /* load() checks (a fork during check_now: state 0) */
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
@@ -225,8 +256,9 @@ static void load_now(struct sh_mount *m)
  * refresh (HFS3_OFFLINE=1, or younger than the TTL), that no one else could have written (load()'s rule), is mapped
  * as load() maps it, with no lock, helper, log line or allocation; the child shares the parent's memory, so the
  * parent finds the mount loaded. Offline, load() would first have the helper check the index's endpoint: the child
- * skips that, as it skips the TTL's refresh, since it only changes directory and execs, and the program it
- * runs loads (and checks) the mount itself. Every system call comes before the mount is claimed, and the claim, the fields
+ * skips that (it only changes directory and execs, and the program it runs loads and checks the mount itself),
+ * but the parent, sharing its memory, must not inherit an unchecked index: check_due makes its next touch of the
+ * mount run the check (check_now). Every system call comes before the mount is claimed, and the claim, the fields
  * and the release follow with none in between. 0 once loaded, -EAGAIN when it cannot be done here. */
 static int vfork_map(struct sh_mount *m)
 {
@@ -264,6 +296,7 @@ static int vfork_map(struct sh_mount *m)
     m->strs = (const char *)base + m->ix->strings_off;
     m->mtime = st.st_mtime;
     m->dev = dst.st_dev;
+    __atomic_store_n(&m->check_due, sh_offline, __ATOMIC_RELAXED);
     __atomic_store_n(&m->broken, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&m->loaded_at, (long)now, __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
@@ -274,6 +307,19 @@ int sh_mount_get(struct sh_mount *m)
 {
     if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2) {
         int two = 2;
+        if (__builtin_expect(__atomic_load_n(&m->check_due, __ATOMIC_RELAXED), 0) && !sh_in_vfork()) {
+            /* the thread that wins checks; the others wait for it (nothing is served unchecked) */
+            if (__atomic_compare_exchange_n(&m->state, &two, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                if (__atomic_load_n(&m->check_due, __ATOMIC_RELAXED))
+                    check_now(m);
+                else
+                    __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);   /* checked meanwhile */
+            }
+            long wait = 0;
+            while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2)
+                sh_poll_wait(&wait);
+            return 0;
+        }
         /* the thread that wins reloads; the others wait for it below, or answer from the broken mount */
         if (__builtin_expect(retry_due(m), 0) && !sh_in_vfork() &&
             __atomic_compare_exchange_n(&m->state, &two, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -325,8 +325,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
          * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
         fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
-        if (fd < 0 && errno == ENOENT && !sh_offline && !sh_in_vfork()) {
-            /* removed between the check and the open (a gc making room): fetch it once more, pinned */
+        if (fd < 0 && errno == ENOENT && !sh_in_vfork()) {
+            /* removed between the check and the open (a gc making room): fetch it once more, pinned; or moved
+             * (the flush promoting a cblobs/ file into blobs/): offline, one more look finds it there */
             if ((rc = ensure_blob(m, e, rp, SH_SCR, 1, &pin)) < 0) {
                 sh_unpin(pin);
                 return rc;

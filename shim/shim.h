@@ -81,6 +81,7 @@ struct sh_mount {
     int hubm;
     int ready;                 /* atomic: the sub-mount slot is filled in */
     long loaded_at;            /* atomic: when load() last ran (a broken sub-mount is looked at again later) */
+    int check_due;             /* atomic: mapped offline by a vfork child, the helper's endpoint check not run yet */
 };
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */

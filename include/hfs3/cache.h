@@ -126,6 +126,11 @@ int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char
  * (one line naming the remote, the key and the cause) and returns the error. Success removes error.
  * When another process refreshed the mount while this one waited for the lock, its result is used. */
 int hfs3_mount_refresh(const hfs3_cache *c, const hfs3_remote *r, int lock_fd, int *stale);
+/* 1 when this thread's last hfs3_mount_refresh failed with an index cached under that very spelling: it
+ * refused it (its REMOTE now resolves to another endpoint; not the user's own under HFS3_VERIFY_FOREIGN=1).
+ * `_index` exits 3 then: the shim's sign not to map it, which needs no file written (a read-only cache, a full
+ * disk, a member's mounts/K/error in the way). */
+int hfs3_mount_refused(void);
 
 /* Records a failure of the mount that happened before a refresh could start (e.g. a configuration
  * error): writes mounts/K/error. */

@@ -177,3 +177,18 @@ expect_exit 0 "cache gc --max 0 with a file in cblobs/" "$HFS3_BIN" cache gc --m
   fail "cache gc --max 0 left: $(find "$HFS3_CACHE_DIR"/blobs "$HFS3_CACHE_DIR"/mounts/*/cblobs -type f)"
 [ -z "$(ls -A "$HFS3_CACHE_DIR/unflushed")" ] || fail "cache gc left records: $(ls "$HFS3_CACHE_DIR/unflushed")"
 ok "cache gc removes a cblobs/ file and its record like a blob"
+
+# a record names its mount's cblobs/ file; one whose mounts/K or cblobs is a symlink (planted by a member of a
+# shared cache) points outside the cache: not counted (here a sparse 1 TiB file would fail every fetch)
+rm -rf "$HFS3_CACHE_DIR"
+expect_exit 0 "fetch c5" "$HFS3_BIN" fetch s3test:models/c5
+FK=0123456789abcdef FS=$(printf '%064d' 7)
+mkdir -p "$WORK/outside" "$HFS3_CACHE_DIR/mounts/$FK"
+truncate -s 1T "$WORK/outside/$FS"
+ln -s "$WORK/outside" "$HFS3_CACHE_DIR/mounts/$FK/cblobs"
+cp "$HFS3_CACHE_DIR/unflushed/$(ls "$HFS3_CACHE_DIR/unflushed" | head -1)" "$HFS3_CACHE_DIR/unflushed/$FS.m$FK" 2>/dev/null ||
+  cat /proc/sys/kernel/random/boot_id >"$HFS3_CACHE_DIR/unflushed/$FS.m$FK"
+HFS3_TEST_NO_FLUSH=1 HFS3_CACHE_MAX=12M expect_exit 0 "fetch c9 with a planted record through a symlinked cblobs/" \
+  "$HFS3_BIN" fetch s3test:models/c9
+[ -f "$WORK/outside/$FS" ] || fail "the file outside the cache was removed"
+ok "a record through a symlinked mounts/K/cblobs is not counted against the budget (nor evicted)"

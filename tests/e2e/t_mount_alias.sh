@@ -165,7 +165,7 @@ export RCLONE_CONFIG_MOVED_TYPE=s3 RCLONE_CONFIG_MOVED_PROVIDER=Other RCLONE_CON
        RCLONE_CONFIG_MOVED_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_MOVED_ENDPOINT="http://127.0.0.1:$S3_PORT"
 expect_exit 0 "fetch moved:models/qwen" "$H" fetch moved:models/qwen
 export RCLONE_CONFIG_MOVED_ENDPOINT="http://localhost:$S3_PORT"   # the same server, another endpoint by the rules
-HFS3_OFFLINE=1 expect_exit 1 "offline, the endpoint changed" "$H" _index moved:models/qwen
+HFS3_OFFLINE=1 expect_exit 3 "offline, the endpoint changed" "$H" _index moved:models/qwen
 one_line "$WORK/err"
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "offline: the message names both endpoints"; }
@@ -178,7 +178,42 @@ if HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM cat "
 fi
 grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to http://localhost:$S3_PORT/models/qwen" \
   "$WORK/err" || { cat "$WORK/err"; fail "the shim offline: the helper's line naming both endpoints"; }
+[ "$(grep -c "but it now resolves to" "$WORK/err")" = 1 ] || { cat "$WORK/err"; fail "the shim offline: one line, not two"; }
 ok "the shim offline, endpoint changed: refused, $(head -1 "$WORK/err")"
+# the mount first touched in a vfork child (Python's subprocess changing into it): the child maps the index
+# without the check and the parent shares its memory; the parent still has the helper check it before it
+# serves a byte (review of e2f810d)
+cat >"$WORK/vf.py" <<'PY'
+import subprocess, sys
+try:
+    subprocess.run(["true"], cwd=sys.argv[1])
+except OSError as e:
+    print("child", e.errno)
+try:
+    open(sys.argv[1] + "/config.json").read()
+    print("served")
+except OSError as e:
+    print("refused", e.errno)
+PY
+HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/vf.py" "$M" >"$WORK/out" \
+  2>"$WORK/err" || true
+grep -qx "refused 5" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "a vfork child's unchecked index served the parent"; }
+grep -q "came from http://127.0.0.1:$S3_PORT/models/qwen, but it now resolves to" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the parent after a vfork child: the helper's line"; }
+[ "$(grep -c "but it now resolves to" "$WORK/err")" = 1 ] || { cat "$WORK/err"; fail "after a vfork child: one line"; }
+ok "the shim offline, the mount first touched in a vfork child: the parent refuses the index too"
+# the helper refuses but cannot write mounts/K/error (a full disk, a read-only cache, or in a shared cache a
+# member's own `error` planted in the sticky mount directory, old mtime): its exit status alone says no. Here a
+# directory in the way, with an old mtime, stands for the file that cannot be replaced.
+K8=$(dirname "$(grep -lx 'moved:models/qwen' "$HFS3_CACHE_DIR"/mounts/*/remote)")
+[ -d "$K8" ] || fail "test setup: the cache entry of moved:models/qwen"
+rm -f "$K8/error" && mkdir "$K8/error" && touch -d 2000-01-01 "$K8/error"
+if HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" \
+   2>"$WORK/err"; then
+  fail "the shim offline served the refused manifest when the helper could not write mounts/K/error"
+fi
+rmdir "$K8/error"
+ok "the shim offline, the helper's refusal with mounts/K/error not writable: refused all the same"
 RCLONE_CONFIG_MOVED_ENDPOINT="http://127.0.0.1:$S3_PORT" HFS3_OFFLINE=1 HFS3_MOUNTS="$M=moved:models/qwen" \
   LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "shim, endpoint back"; }
 cmp -s "$WORK/out" "$m/config.json" || fail "the shim offline, the endpoint pointed back: config.json"
@@ -188,7 +223,7 @@ ok "the shim offline, the endpoint pointed back: served as before"
   2>"$WORK/err" || { cat "$WORK/err"; fail "shim offline, the remote not defined here"; }
 cmp -s "$WORK/out" "$m/config.json" || fail "the shim offline, the remote not defined here: config.json"
 ok "the shim offline, the remote not defined here: what its very spelling cached is served"
-RCLONE_CONFIG_MOVED_ENDPOINT=http://127.0.0.1:1 HFS3_RETRIES=0 expect_exit 1 "S3 unreachable, the endpoint changed" \
+RCLONE_CONFIG_MOVED_ENDPOINT=http://127.0.0.1:1 HFS3_RETRIES=0 expect_exit 3 "S3 unreachable, the endpoint changed" \
   "$H" _index moved:models/qwen
 one_line "$WORK/err"
 grep -q "cached from http://127.0.0.1:$S3_PORT/models/qwen is not used: it now resolves to http://127.0.0.1:1/models/qwen" \
