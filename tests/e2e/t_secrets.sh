@@ -56,7 +56,7 @@ all_cmds() {  # WHAT PATTERN
         HFS3_LOG=debug expect_exit 0 "$what: $c (index cached)" "$HFS3_BIN" _index sec:models/m
         grep -q "using the cached manifest" "$WORK/err" || { cat "$WORK/err"; fail "$what: _index warning"; }
       else
-        HFS3_LOG=debug expect_exit 1 "$what: $c (index cached, another endpoint)" "$HFS3_BIN" _index sec:models/m
+        HFS3_LOG=debug expect_exit 3 "$what: $c (index cached, another endpoint)" "$HFS3_BIN" _index sec:models/m
         grep -q "is not used: it now resolves to" "$WORK/err" || { cat "$WORK/err"; fail "$what: _index refusal"; }
       fi
       nothing_leaks "$what: $c (index cached)"
