@@ -168,6 +168,7 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         errno = e;
     }
     SH_LOC(l);
+    const char *p0 = path; /* the caller's spelling: the kernel's walk (kopen_err) */
     int out = sh_outside(dirfd, path);
     if (!out) { /* beside the mounts (a name under the same first directory): the same as outside */
         out = sh_classify(dirfd, path, &l) == L_NONE;
@@ -193,7 +194,7 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         fd = open_slow(dirfd, path, flags, mode, e, 0);
         if (fd < 0 && errno == ENOENT &&
             (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP)))
-            errno = ae;
+            errno = kopen_err(dirfd, p0, flags) ?: ae;
         return fd;
     }
     fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags | nf, mode)
@@ -212,7 +213,7 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         return fd;
     }
     if (errno == ENOENT && (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
-        errno = ae;
+        errno = kopen_err(dirfd, p0, flags) ?: ae; /* a kpath drops a last ".": "missing/." is ENOENT */
         return -1;
     }
     if (!SH_FALLBACK_ERR(errno))
@@ -383,7 +384,7 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
         if (errno == ENOENT && sh_wguard_on &&
             (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
                                     (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
-            errno = ae;
+            errno = kopen_err(AT_FDCWD, path, fmode_oflags(mode)) ?: ae; /* the caller's spelling: the kernel's walk */
             return NULL;
         }
         if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
@@ -971,8 +972,8 @@ static int create_ro(int d, const char *parent, int ro)
     if (ro)
         return EROFS;
     int fd = sh_r.openat(d, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct statvfs sv;
-    int r = fd >= 0 && fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) ? EROFS : 0;
+    struct statvfs sv; /* (a parent the real file system lacks: a synthesized ancestor, the shim's) */
+    int r = fd < 0 || (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) ? EROFS : 0;
     if (fd >= 0)
         sh_r.close(fd);
     return r;

@@ -9,9 +9,10 @@
  * fstat/fstatat(AT_EMPTY_PATH) of the descriptors it holds, dup, and the write calls (mkdir, rmdir, unlink,
  * rename, link, symlink, chmod, chown, utimes, truncate, mknod, xattrs, open/fopen for writing, fchmod). Paths
  * are made of the trees' names, "." and "..", missing and 256-byte names, empty components, absolute or relative
- * to the cwd or to a held directory descriptor, and now and then padded with "./" past PATH_MAX. A write line
- * says its errno (the kernel resolves the path first, then says EROFS), except for the creates, write-opens and
- * link, which say only ok or err unless KFUZZ_WRITE_ERRNO=1 (=0: none says its errno). Directory sizes, st_dev, st_ino and times
+ * to the cwd or to a held directory descriptor (a call that takes none: to the cwd), and now and then padded with
+ * "./" past PATH_MAX. A write line says its errno, the kernel's on a read-only tree: it resolves the path first
+ * (ENOENT, ENOTDIR, ENAMETOOLONG, EEXIST for a create's last ".", EISDIR...), then says EROFS
+ * (KFUZZ_WRITE_ERRNO=0: ok or err only). Directory sizes, st_dev, st_ino and times
  * are not compared (the shim's are its own); types, permissions, file and link sizes and contents are. Paths
  * over 200 bytes are shown by their length (KFUZZ_FULL=1: in full). */
 #include <dirent.h>
@@ -41,7 +42,7 @@ static unsigned rnd(unsigned n)
 
 static const char *root;
 static int root_depth;       /* components in ROOT */
-static int werrno;           /* 1 (default): errno of the resolve-first calls; 2 (KFUZZ_WRITE_ERRNO=1): all; 0 (=0) */
+static int werrno;           /* 1 (default): a write's errno; 0 (KFUZZ_WRITE_ERRNO=0): ok or err */
 static char longname[300];
 
 /* held directory descriptors and the lexical depth (below ROOT's parent) of what they name */
@@ -186,21 +187,11 @@ static void r_line(const char *op, const char *p, long r)
         printf("%s %s -> ok\n", op, p);
 }
 
-/* " OP ": the key w_line looks up in the list of calls whose errno is still compared only under
- * KFUZZ_WRITE_ERRNO=1 (the creates, write-opens and link: the shim's answer there is not yet the kernel's for every
- * path that does not resolve) */
-static const char *op_key(const char *op)
-{
-    static char k[40];
-    snprintf(k, sizeof k, " %s ", op);
-    return k;
-}
-
 static void w_line(const char *op, const char *p, long r)
 {
     if (r >= 0)
         printf("W %s %s -> ok\n", op, p);
-    else if (werrno > 1 || (werrno == 1 && !strstr(" mkdirat mknodat symlinkat linkat openat-w fopen-w ", op_key(op))))
+    else if (werrno)
         /* the oracle's trees and their ancestors share one file system; the shim's mounts are their own (a rename
          * across their edge: EXDEV, as across real mounts, which the kernel says before the EBUSY of a "." or ".."
          * and the EROFS): the oracle cannot show it, so a rename refused after both parents resolved is one answer */
@@ -446,7 +437,7 @@ int main(int argc, char **argv)
     rs = strtoull(argv[1], NULL, 10) * 2654435761ULL + 88172645463325252ULL;
     int count = atoi(argv[2]);
     root = argv[3];
-    werrno = !getenv("KFUZZ_WRITE_ERRNO") ? 1 : !strcmp(getenv("KFUZZ_WRITE_ERRNO"), "1") ? 2 : 0;
+    werrno = !getenv("KFUZZ_WRITE_ERRNO") || strcmp(getenv("KFUZZ_WRITE_ERRNO"), "0");
     for (const char *s = root; *s; s++)
         root_depth += *s == '/';
     memset(longname, 'n', 256);
