@@ -152,6 +152,9 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
 
 /* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
 #define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+/* A write call's real errno that the kernel's walk of the spelling in the shim's view may answer otherwise: the real
+ * directory lacks a synthesized ancestor (ENOENT, ENOTDIR) or is read-only where the kernel would find one (EROFS) */
+#define KWALK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR || (e) == EROFS)
 
 /* A write-open while the write guard is on (sh_wguard_on). Outside the mounts the real call gets O_NOFOLLOW added,
  * so that the guard need not look at the last component: a symlink there (a /proc/self/fd/N magic link included)
@@ -212,8 +215,10 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         sh_fd_forget(fd);
         return fd;
     }
-    if (errno == ENOENT && (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
-        errno = kopen_err(dirfd, p0, flags) ?: ae; /* a kpath drops a last ".": "missing/." is ENOENT */
+    /* the real directory's answer; the kernel's walk of the caller's spelling may pass through the shim's view (a
+     * synthesized ancestor named from its real parent, a ".." out of one: a kpath drops a last ".") */
+    if (KWALK_ERR(errno) && (ae = kopen_err(dirfd, p0, flags))) {
+        errno = ae;
         return -1;
     }
     if (!SH_FALLBACK_ERR(errno))
@@ -380,7 +385,11 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
             sh_fd_forget(fileno(f));
             return f;
         }
-        int ae;
+        int ae, wfl = fmode_oflags(mode);
+        if (sh_wguard_on && (wfl & OPEN_WRITES) && KWALK_ERR(errno) && (ae = kopen_err(AT_FDCWD, path, wfl))) {
+            errno = ae; /* the kernel's walk of the caller's spelling (open_w) */
+            return NULL;
+        }
         if (errno == ENOENT && sh_wguard_on &&
             (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
                                     (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
@@ -972,11 +981,25 @@ static int create_ro(int d, const char *parent, int ro)
     if (ro)
         return EROFS;
     int fd = sh_r.openat(d, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct statvfs sv; /* (a parent the real file system lacks: a synthesized ancestor, the shim's) */
-    int r = fd < 0 || (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) ? EROFS : 0;
+    struct statvfs sv; /* (a parent the real file system lacks, or the cache holds: the shim's, a synthesized
+                        * ancestor or a skeleton directory reached by a cwd or a descriptor there) */
+    int r = fd < 0 || sh_wguard_fd(fd) || (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) ? EROFS : 0;
     if (fd >= 0)
         sh_r.close(fd);
     return r;
+}
+
+/* create_ro of the directory of p's last component (t: the caller's scratch) */
+static int parent_ro(int d, const char *p, int ro, struct sh_scratch *t)
+{
+    const char *base;
+    int slashed, e = last_comp(p, t, &base, &slashed);
+    if (e)
+        return e;
+    if (base == t->a)
+        return create_ro(d, ".", ro);
+    t->a[base - t->a] = 0; /* "dir/" */
+    return create_ro(d, t->a, ro);
 }
 
 /* The kernel's filename_create of p (mkdir, mknod, symlink, link's destination: KIND SH_C_DIR or SH_C_NODE),
@@ -1002,12 +1025,7 @@ static int kcreate_err(int d, const char *p, int kind, int ro)
         return EEXIST;
     if (slashed && kind != SH_C_DIR)
         return ENOENT;
-    if (ro)
-        return EROFS;
-    if (base == t->a)
-        return create_ro(d, ".", 0);
-    t->a[base - t->a] = 0; /* "dir/" */
-    return create_ro(d, t->a, 0);
+    return parent_ro(d, p, ro, t);
 }
 
 /* The kernel's path_openat of p with flags fl that write or create, in the shim's read-only tree: the parent's
@@ -1093,11 +1111,20 @@ static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kin
  * walk whatever the file system (the real call on the spelling a ".." out of the mounts is repointed to would not
  * see it); a name in a synthesized ancestor that the real call finds missing is there for the kernel's walk of
  * the parent, which then says EROFS. */
-static int ro_parent_real(int d, const char *p, int kind, int rv)
+static int ro_parent_real(int d, const char *p0, int kind, int rv)
 {
-    int ae;
-    if (rv < 0 && errno == ENOENT && sh_wguard_on && (ae = sh_anc_create_err(d, p, SH_C_PARENT)))
-        errno = ae;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(errno)) {
+        /* the kernel's walk of the caller's spelling p0 to its directory, which may pass through the shim's view
+         * (a synthesized ancestor named from its real parent): its errno, or EROFS there before the name's lookup */
+        struct stat st;
+        int last, e = parent_err(d, p0, &last, &st);
+        if (!e && last == LAST_NORM_) {
+            SH_SCRATCH(t);
+            e = parent_ro(d, p0, 0, t);
+        }
+        if (e)
+            errno = e;
+    }
     return rv;
 }
 static int ro_dots(int d, const char *p, int kind)
@@ -1116,13 +1143,14 @@ static int ro_dots(int d, const char *p, int kind)
 }
 #define RO1K(DIRFD, P, HOW, OFL, KIND, REALEXPR)                                                            \
     do {                                                                                                    \
+        const char *p0_ = (P); /* the caller's spelling (P may become a kpath) */                           \
         int de_ = (HOW) == SH_W_PARENT ? ro_dots(DIRFD, P, KIND) : 0;                                       \
         if (de_) {                                                                                          \
             errno = de_;                                                                                    \
             return -1;                                                                                      \
         }                                                                                                   \
         RO1_(DIRFD, P, HOW, KIND,                                                                           \
-             (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, P, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))    \
+             (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, p0_, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))  \
                                   : GUARDED(DIRFD, P, HOW, OFL, REALEXPR));                                 \
     } while (0)
 #define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
@@ -1187,10 +1215,24 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
 #undef l2
 }
 
+/* A link the real call refused (KWALK_ERR e) whose spellings' walk may pass through the shim's view (a synthesized
+ * ancestor named from its real parent): the kernel's order, the source's lookup, the destination's create, then
+ * EXDEV (a source found only there is not on the destination's file system). */
+static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2, int e)
+{
+    struct stat st;
+    int pe = p1 && !p1[0] && (f1 & AT_EMPTY_PATH) ? 0 : look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st);
+    if (pe)
+        return pe;
+    int ce = kcreate_err(d2, p2, SH_C_NODE, 0);
+    return ce ? ce : e == EROFS ? e : EXDEV;
+}
+
 #define RO2(D1, P1, H1, F1, D2, P2, H2, ISLINK, REALEXPR)                                                   \
     do {                                                                                                    \
         SH_LOC(l1_);                                                                                        \
         SH_LOC(l2_);                                                                                        \
+        const char *p1_ = (P1), *p2_ = (P2); /* the caller's spellings (P1, P2 may become kpaths) */        \
         int e_ = errno, err_ = ro2_err(D1, P1, H1, F1, D2, P2, H2, ISLINK, &l1_, &l2_);                     \
         if (err_) {                                                                                         \
             errno = err_;                                                                                   \
@@ -1201,7 +1243,10 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
         if (l2_.kpath)                                                                                      \
             (P2) = l2_.kpath;                                                                               \
         errno = e_;                                                                                         \
-        return REALEXPR;                                                                                    \
+        int r_ = (REALEXPR);                                                                                \
+        if (r_ < 0 && (ISLINK) && sh_wguard_on && KWALK_ERR(errno))                                         \
+            errno = link_real_err(D1, p1_, F1, D2, p2_, errno);                                             \
+        return r_;                                                                                          \
     } while (0)
 
 #define RO_FD(FD, REALEXPR)                                                                                 \
@@ -1214,13 +1259,14 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
         return REALEXPR;                                                                                    \
     } while (0)
 
-/* After a create outside the mounts failed with ENOENT: when its parent p (as the kernel reaches it: a kpath) is a
- * synthesized ancestor (sh_anc_create_err), the kernel's answer for the caller's spelling p0; errno as the real call
- * left it otherwise. rv is returned. */
-static int create_real(int d, const char *p, const char *p0, int kind, int rv)
+/* After a create outside the mounts failed (KWALK_ERR): the kernel's answer for the caller's spelling p0, whose walk
+ * may pass through the shim's view (a synthesized ancestor: EEXIST for its name, EROFS below it), the real call's
+ * errno otherwise (kcreate_err of a real spelling: the same walk, 0). rv is returned. */
+static int create_real(int d, const char *p0, int kind, int rv)
 {
-    if (rv < 0 && errno == ENOENT && sh_wguard_on && sh_anc_create_err(d, p, kind))
-        errno = kcreate_err(d, p0, kind, 1); /* the kernel's walk of the caller's spelling p0, in the read-only tree */
+    int ke;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(errno) && (ke = kcreate_err(d, p0, kind, 0)))
+        errno = ke;
     return rv;
 }
 
@@ -1236,7 +1282,7 @@ static int create_real(int d, const char *p, const char *p0, int kind, int rv)
 #define RO_CREATE_K(DIRFD, P, KIND, REALEXPR)                                                               \
     do {                                                                                                    \
         const char *p0_ = (P);                                                                              \
-        WITH_LOC(DIRFD, P, create_real(DIRFD, P, p0_, KIND, GUARDED_C(DIRFD, P, p0_, KIND, REALEXPR)), rv_ < 0, { \
+        WITH_LOC(DIRFD, P, create_real(DIRFD, p0_, KIND, GUARDED_C(DIRFD, P, p0_, KIND, REALEXPR)), rv_ < 0, { \
             if (anc_real(&l_))                                                                              \
                 return GUARDED_C(DIRFD, P, p0_, KIND, REALEXPR);                                            \
             (void)e_;                                                                                       \
