@@ -697,8 +697,16 @@ SH_EXPORT int chdir(const char *p)
             sh_cwd_changed();
             return 0;
         }
-        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
+        if (!SH_FALLBACK_ERR(errno))
             return r;
+        if (sh_fallback(AT_FDCWD, p, &l) == L_NONE) {
+            if (!l.kpath)
+                return r;
+            errno = e; /* a relative ".." through an ancestor: where the kernel would be (WITH_LOC) */
+            if ((r = REAL(chdir, int (*)(const char *))(l.kpath)) == 0)
+                sh_cwd_changed();
+            return r;
+        }
     }
     int r = sh_chdir(&l);
     if (r == 0)

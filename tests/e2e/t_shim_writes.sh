@@ -58,6 +58,17 @@ k=$(unshare -m sh -c "mount --bind '$WORK/o/models/flat' '$WORK/o2/flat' && moun
 s=$(shim python3 -c "$ren" "$M")
 echo "# rename between two mounts: kernel ${k:-(no bind mounts here)}, shim $s"
 shim_check "rename between two mounts: EXDEV (the kernel's: ${k:-EXDEV})" test "$s" = "${k:-EXDEV}" -a "$s" = EXDEV
+# a ".." out of a synthesized ancestor into a writable directory: "missing/." is the kernel's ENOENT, nothing made
+# (the real call goes where the kernel goes, its last "." kept: "missing/" would be made)
+s=$(shim python3 -c 'import errno, os, sys
+for p in sys.argv[1:]:
+    try:
+        os.mkdir(p)
+        print("ok", end=" ")
+    except OSError as e:
+        print(errno.errorcode[e.errno], end=" ")' "$M/../../w1/missing/." "$M/../../w1/missing/..")
+shim_check "mkdir M/../../w1/missing/. and /..: ENOENT, nothing made ($s)" \
+  test "$s" = "ENOENT ENOENT " -a ! -e w1/missing
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
 shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "s x "
