@@ -217,10 +217,12 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
     }
     /* the real directory's answer; the kernel's walk of the caller's spelling may pass through the shim's view (a
      * synthesized ancestor named from its real parent, a ".." out of one: a kpath drops a last ".") */
-    if (KWALK_ERR(errno) && (ae = kopen_err(dirfd, p0, flags))) {
+    int re = errno;
+    if (KWALK_ERR(re) && (ae = kopen_err(dirfd, p0, flags))) {
         errno = ae;
         return -1;
     }
+    errno = re;
     if (!SH_FALLBACK_ERR(errno))
         return fd;
     return open_slow(dirfd, path, flags, mode, e, 1);
@@ -385,19 +387,28 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
             sh_fd_forget(fileno(f));
             return f;
         }
-        int ae, wfl = fmode_oflags(mode);
-        if (sh_wguard_on && (wfl & OPEN_WRITES) && KWALK_ERR(errno) && (ae = kopen_err(AT_FDCWD, path, wfl))) {
+        int ae, wfl = fmode_oflags(mode), re = errno;
+        if (sh_wguard_on && (wfl & OPEN_WRITES) && KWALK_ERR(re) && (ae = kopen_err(AT_FDCWD, path, wfl))) {
             errno = ae; /* the kernel's walk of the caller's spelling (open_w) */
             return NULL;
         }
+        errno = re;
         if (errno == ENOENT && sh_wguard_on &&
             (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
                                     (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
             errno = kopen_err(AT_FDCWD, path, fmode_oflags(mode)) ?: ae; /* the caller's spelling: the kernel's walk */
             return NULL;
         }
-        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
+        if (!SH_FALLBACK_ERR(errno))
             return f;
+        if (sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
+            if (!l.kpath)
+                return f;
+            errno = e; /* a relative ".." through an ancestor: where the kernel would be (WITH_LOC) */
+            if ((f = real(l.kpath, mode)))
+                sh_fd_forget(fileno(f));
+            return f;
+        }
     }
     return fopen_ours(&l, path, mode, e);
 }
@@ -1121,7 +1132,8 @@ static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kin
  * the parent, which then says EROFS. */
 static int ro_parent_real(int d, const char *p0, int kind, int rv)
 {
-    if (rv < 0 && sh_wguard_on && KWALK_ERR(errno)) {
+    int re = errno;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(re)) {
         /* the kernel's walk of the caller's spelling p0 to its directory, which may pass through the shim's view
          * (a synthesized ancestor named from its real parent): its errno, or EROFS there before the name's lookup */
         struct stat st;
@@ -1130,8 +1142,7 @@ static int ro_parent_real(int d, const char *p0, int kind, int rv)
             SH_SCRATCH(t);
             e = parent_ro(d, p0, 0, t);
         }
-        if (e)
-            errno = e;
+        errno = e ? e : re;
     }
     return rv;
 }
@@ -1236,6 +1247,22 @@ static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2,
     return ce ? ce : e == EROFS ? e : EXDEV;
 }
 
+/* A rename the real call refused (KWALK_ERR e) whose spellings' walk may pass through the shim's view: both
+ * parents' walks, then (a parent the shim's or on a read-only mount) EXDEV when only one is, EBUSY for ".", ".."
+ * or "/", EROFS (ro2_err's order); e when neither is. */
+static int rename_real_err(int d1, const char *p1, int d2, const char *p2, int e)
+{
+    struct stat st;
+    int t1, t2, pe;
+    if ((pe = parent_err(d1, p1, &t1, &st)) || (pe = parent_err(d2, p2, &t2, &st)))
+        return pe;
+    SH_SCRATCH(t);
+    int a = parent_ro(d1, p1, 0, t) == EROFS, b = parent_ro(d2, p2, 0, t) == EROFS;
+    if (!a && !b)
+        return e;
+    return a != b ? EXDEV : t1 != LAST_NORM_ || t2 != LAST_NORM_ ? EBUSY : EROFS;
+}
+
 #define RO2(D1, P1, H1, F1, D2, P2, H2, ISLINK, REALEXPR)                                                   \
     do {                                                                                                    \
         SH_LOC(l1_);                                                                                        \
@@ -1252,8 +1279,8 @@ static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2,
             (P2) = l2_.kpath;                                                                               \
         errno = e_;                                                                                         \
         int r_ = (REALEXPR);                                                                                \
-        if (r_ < 0 && (ISLINK) && sh_wguard_on && KWALK_ERR(errno))                                         \
-            errno = link_real_err(D1, p1_, F1, D2, p2_, errno);                                             \
+        if (r_ < 0 && sh_wguard_on && KWALK_ERR(errno))                                                     \
+            errno = (ISLINK) ? link_real_err(D1, p1_, F1, D2, p2_, errno) : rename_real_err(D1, p1_, D2, p2_, errno); \
         return r_;                                                                                          \
     } while (0)
 
@@ -1272,9 +1299,11 @@ static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2,
  * errno otherwise (kcreate_err of a real spelling: the same walk, 0). rv is returned. */
 static int create_real(int d, const char *p0, int kind, int rv)
 {
-    int ke;
-    if (rv < 0 && sh_wguard_on && KWALK_ERR(errno) && (ke = kcreate_err(d, p0, kind, 0)))
-        errno = ke;
+    int re = errno;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(re)) {
+        int ke = kcreate_err(d, p0, kind, 0);
+        errno = ke ? ke : re;
+    }
     return rv;
 }
 
