@@ -51,4 +51,16 @@ got=$(paste -d' ' "$WORK/kernel.out" "$WORK/shim.out" | awk '{ n = NF / 2; a = "
 diff <(echo "$KNOWN") <(echo "$got") && echo "differences: none"
 shim_check "kernel and shim agree" test "$got" = "$KNOWN"
 shim_check "operations compared: $(wc -l <"$WORK/kernel.out")" test "$(wc -l <"$WORK/kernel.out")" -ge 140
+# from the real parent of a synthesized ancestor ($WORK/mnt is not on disk): "mnt/../<256-byte name>" is the
+# kernel's ENAMETOOLONG (the walk comes back out of the ancestor to a real directory), for chdir as for stat
+N=$(printf 'n%.0s' $(seq 256))
+got=$(cd "$WORK" && shim python3 -c 'import errno, os, sys
+for f in (os.chdir, os.stat):
+    try:
+        f(sys.argv[1])
+        print("ok", end=" ")
+    except OSError as e:
+        print(errno.errorcode[e.errno], end=" ")' "mnt/../$N")
+shim_check "cwd the ancestor's parent: chdir, stat mnt/../<256-byte name>: ENAMETOOLONG ($got)" \
+  test "$got" = "ENAMETOOLONG ENAMETOOLONG "
 exit $((SHIM_FAILS > 0))
