@@ -136,7 +136,14 @@ static void gen(char *buf, size_t n, int *dirfd)
     }
 }
 
+/* the lexical depth of what p names from dirfd; *low (when not NULL): the lowest it climbs to on the way */
+static int lex_depth_low(int dirfd, const char *p, int *low);
 static int lex_depth(int dirfd, const char *p)
+{
+    return lex_depth_low(dirfd, p, NULL);
+}
+
+static int lex_depth_low(int dirfd, const char *p, int *low)
 {
     int d;
     if (p[0] == '/') {
@@ -161,6 +168,8 @@ static int lex_depth(int dirfd, const char *p)
             d--;
         else if (n && !(n == 1 && s[0] == '.'))
             d++;
+        if (low && d < *low)
+            *low = d;
         s = e;
     }
     return d;
@@ -272,7 +281,8 @@ static void one(int i)
                                     [36] = 1, [38] = 1, [41] = 1, [43] = 1};
     if (!at_ops[op])
         d = AT_FDCWD;
-    int depth = lex_depth(d, p);
+    int low = 0, depth = lex_depth_low(d, p, &low);
+    low = low < depth ? low : depth;
     struct stat st;
     char buf[PATH_MAX + 1];
     ssize_t k;
@@ -293,7 +303,7 @@ static void one(int i)
     else
         snprintf(where, sizeof where, "%s", strlen(p) > lim ? shown : p);
     const char *w = where;
-    if (depth < -1 && p[0] != '/') {
+    if (low < -1 && p[0] != '/') {
         printf("skip\n");
         fflush(stdout);
         return;
