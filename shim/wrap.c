@@ -1194,6 +1194,21 @@ static int ro_dots(int d, const char *p, int kind)
  * link: EROFS into it (its destination is created first), EXDEV out of it (a blob hard-linked out, by
  * /proc/self/fd/N with AT_SYMLINK_FOLLOW or a descriptor with AT_EMPTY_PATH, could be opened for writing there).
  * H1: how the source is guarded, with the flags F1. 0 or the errno. */
+/* The lookups of ro2_err and link_real_err out of line: their struct stat is not on the stack while
+ * kcreate_err walks (the 2 KiB budget outside the mounts). */
+static __attribute__((noinline)) int src_look(int d1, const char *p1, int f1)
+{
+    struct stat st;
+    return look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st);
+}
+
+static __attribute__((noinline)) int parents_err(int d1, const char *p1, int *t1, int d2, const char *p2, int *t2)
+{
+    struct stat st;
+    int pe = parent_err(d1, p1, t1, &st);
+    return pe ? pe : parent_err(d2, p2, t2, &st);
+}
+
 static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p2, int h2, int islink,
                    struct sh_loc *l1p, struct sh_loc *l2p)
 {
@@ -1203,13 +1218,12 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
     int m1 = !o1 && sh_classify(d1, p1, &l1) != L_NONE && !anc_real(&l1);
     int m2 = !o2 && sh_classify(d2, p2, &l2) != L_NONE && !anc_real(&l2);
     int pe;
-    struct stat st;
     if (islink) { /* the kernel's order: the source's lookup, the destination's create, then EXDEV */
         int pe2 = m2 ? 0 : sh_anc_create_err(d2, p2, SH_C_NODE);
         int g2 = m2 || pe2 || sh_wguard(d2, p2, h2, 0), g1 = m1 || sh_wguard(d1, p1, h1, f1);
         if (!g1 && !g2)
             return 0;
-        if (!(p1 && !p1[0] && (f1 & AT_EMPTY_PATH)) && (pe = look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st)))
+        if (!(p1 && !p1[0] && (f1 & AT_EMPTY_PATH)) && (pe = src_look(d1, p1, f1)))
             return pe;
         /* the destination's create as the kernel walks it (its parent's lookup before any EXDEV), in the read-only
          * tree or on the real file system (whose own mount may be read-only: EROFS before EXDEV) */
@@ -1222,7 +1236,7 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
     if (!a && !b && o1 && o2)
         return 0;
     int t1, t2;
-    if ((pe = parent_err(d1, p1, &t1, &st)) || (pe = parent_err(d2, p2, &t2, &st)))
+    if ((pe = parents_err(d1, p1, &t1, d2, p2, &t2)))
         return pe;
     /* two mounts (or a mount and a synthesized ancestor, the host's directory) are two file systems */
     if (a != b || (m1 && m2 && (l1.kind != l2.kind || (l1.kind == L_MNT && l1.m != l2.m))))
@@ -1239,8 +1253,7 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
  * EXDEV (a source found only there is not on the destination's file system). */
 static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2, int e)
 {
-    struct stat st;
-    int pe = p1 && !p1[0] && (f1 & AT_EMPTY_PATH) ? 0 : look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st);
+    int pe = p1 && !p1[0] && (f1 & AT_EMPTY_PATH) ? 0 : src_look(d1, p1, f1);
     if (pe)
         return pe;
     int ce = kcreate_err(d2, p2, SH_C_NODE, 0);
@@ -1252,9 +1265,8 @@ static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2,
  * or "/", EROFS (ro2_err's order); e when neither is. */
 static int rename_real_err(int d1, const char *p1, int d2, const char *p2, int e)
 {
-    struct stat st;
     int t1, t2, pe;
-    if ((pe = parent_err(d1, p1, &t1, &st)) || (pe = parent_err(d2, p2, &t2, &st)))
+    if ((pe = parents_err(d1, p1, &t1, d2, p2, &t2)))
         return pe;
     SH_SCRATCH(t);
     int a = parent_ro(d1, p1, 0, t) == EROFS, b = parent_ro(d2, p2, 0, t) == EROFS;
