@@ -336,8 +336,17 @@ static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw)
             return L_MNT;
         }
     }
-    /* out of the mounts' tree through a "..": the real call goes where the kernel would go (kpath) */
-    if (l->kpath && l->slash && len > 1 && len + 1 < SH_PATH)
+    /* out of the mounts' tree through a "..": the real call goes where the kernel would go (kpath); a last "." or
+     * ".." stays a last ".": the kernel resolves the directory it names before a create or an open looks at it
+     * ("x/missing/." is ENOENT, never a mkdir of x/missing; "x/.." is a directory: EEXIST, EISDIR) */
+    size_t pn = strlen(path);
+    while (pn > 1 && path[pn - 1] == '/')
+        pn--;
+    int dot = l->kpath && pn && path[pn - 1] == '.' &&
+              (pn == 1 || path[pn - 2] == '/' || (path[pn - 2] == '.' && (pn == 2 || path[pn - 3] == '/')));
+    if (dot && len + 2 < SH_PATH)
+        strcpy(l->path + len, len > 1 ? "/." : ".");
+    else if (l->kpath && l->slash && len > 1 && len + 1 < SH_PATH)
         strcpy(l->path + len, "/");
     return L_NONE;
 }

@@ -305,8 +305,8 @@ int sh_anc_create_err(int dirfd, const char *path, int kind)
     while (n > 1 && path[n - 1] == '/')
         n--;
     const char *slash = n ? memrchr(path, '/', n) : NULL;
-    if (!slash || n >= SH_SCR)
-        return 0;
+    if (!slash || n >= SH_SCR || sh_dot_comp(slash + 1, n - (size_t)(slash + 1 - path)))
+        return 0; /* (a last "." or "..": a directory the kernel resolves, no name of the ancestor's) */
     SH_SCRATCH(t);
     size_t pn = slash == path ? 1 : (size_t)(slash - path);
     memcpy(t->a, path, pn);

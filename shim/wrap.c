@@ -122,6 +122,8 @@ static __attribute__((noinline)) int anc_real(const struct sh_loc *l)
 
 /* --- open ---------------------------------------------------------------------------------------------- */
 
+static int kopen_err(int d, const char *p, int fl);
+
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
@@ -150,6 +152,9 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
 
 /* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
 #define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+/* A write call's real errno that the kernel's walk of the spelling in the shim's view may answer otherwise: the real
+ * directory lacks a synthesized ancestor (ENOENT, ENOTDIR) or is read-only where the kernel would find one (EROFS) */
+#define KWALK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR || (e) == EROFS)
 
 /* A write-open while the write guard is on (sh_wguard_on). Outside the mounts the real call gets O_NOFOLLOW added,
  * so that the guard need not look at the last component: a symlink there (a /proc/self/fd/N magic link included)
@@ -166,6 +171,7 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         errno = e;
     }
     SH_LOC(l);
+    const char *p0 = path; /* the caller's spelling: the kernel's walk (kopen_err) */
     int out = sh_outside(dirfd, path);
     if (!out) { /* beside the mounts (a name under the same first directory): the same as outside */
         out = sh_classify(dirfd, path, &l) == L_NONE;
@@ -181,10 +187,17 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
     }
     int fd, ae;
     if (!out) {
+        /* a mount's path or a synthesized ancestor's: the kernel's answer on a read-only tree (kopen_err), then
+         * sh_open for an open that writes nothing (it opens: O_CREAT of an existing file, read only) */
+        if (!anc_real(&l) && (ae = kopen_err(dirfd, path, flags))) {
+            errno = ae;
+            return -1;
+        }
+        errno = e;
         fd = open_slow(dirfd, path, flags, mode, e, 0);
         if (fd < 0 && errno == ENOENT &&
             (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP)))
-            errno = ae;
+            errno = kopen_err(dirfd, p0, flags) ?: ae;
         return fd;
     }
     fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags | nf, mode)
@@ -202,10 +215,14 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
         sh_fd_forget(fd);
         return fd;
     }
-    if (errno == ENOENT && (ae = sh_anc_create_err(dirfd, path, (flags & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
+    /* the real directory's answer; the kernel's walk of the caller's spelling may pass through the shim's view (a
+     * synthesized ancestor named from its real parent, a ".." out of one: a kpath drops a last ".") */
+    int re = errno;
+    if (KWALK_ERR(re) && (ae = kopen_err(dirfd, p0, flags))) {
         errno = ae;
         return -1;
     }
+    errno = re;
     if (!SH_FALLBACK_ERR(errno))
         return fd;
     return open_slow(dirfd, path, flags, mode, e, 1);
@@ -327,10 +344,14 @@ static void *wrap_fdopen(int fd, const void *mode)
     return fdopen(fd, mode);
 }
 
-/* A writing mode on a mount path: the kernel's answer on a read-only file system (sh_open's: EISDIR for a
- * directory, ENOENT, EEXIST for "x", EROFS). */
-static int fopen_ours_err(const struct sh_loc *l, const char *mode)
+/* A writing mode on a mount path (path: its spelling): the kernel's answer on a read-only file system
+ * (kopen_err: the walk, EISDIR for a directory, ENOENT, EEXIST for "x", EROFS). An ancestor on disk is the
+ * host's: sh_open opens it. */
+static int fopen_ours_err(const struct sh_loc *l, const char *path, const char *mode)
 {
+    int ke = path && !anc_real(l) ? kopen_err(AT_FDCWD, path, fmode_oflags(mode)) : 0;
+    if (ke)
+        return -ke;
     int fd = sh_open(l, fmode_oflags(mode) | O_CLOEXEC, 0666);
     if (fd >= 0) { /* not expected: every writing flag is refused there */
         sh_fd_drop(fd);
@@ -339,11 +360,11 @@ static int fopen_ours_err(const struct sh_loc *l, const char *mode)
     return fd;
 }
 
-static FILE *fopen_ours(const struct sh_loc *l, const char *mode, int e)
+static FILE *fopen_ours(const struct sh_loc *l, const char *path, const char *mode, int e)
 {
     int fl = fmode_flags(mode);
     if (fl == -EROFS)
-        fl = fopen_ours_err(l, mode);
+        fl = fopen_ours_err(l, path, mode);
     if (fl < 0) {
         errno = -fl;
         return NULL;
@@ -366,17 +387,30 @@ static FILE *do_fopen(const char *path, const char *mode, fopen_fn real)
             sh_fd_forget(fileno(f));
             return f;
         }
-        int ae;
+        int ae, wfl = fmode_oflags(mode), re = errno;
+        if (sh_wguard_on && (wfl & OPEN_WRITES) && KWALK_ERR(re) && (ae = kopen_err(AT_FDCWD, path, wfl))) {
+            errno = ae; /* the kernel's walk of the caller's spelling (open_w) */
+            return NULL;
+        }
+        errno = re;
         if (errno == ENOENT && sh_wguard_on &&
             (ae = sh_anc_create_err(AT_FDCWD, l.kpath ? l.kpath : path,
                                     (fmode_oflags(mode) & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP))) {
-            errno = ae;
+            errno = kopen_err(AT_FDCWD, path, fmode_oflags(mode)) ?: ae; /* the caller's spelling: the kernel's walk */
             return NULL;
         }
-        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE)
+        if (!SH_FALLBACK_ERR(errno))
             return f;
+        if (sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
+            if (!l.kpath)
+                return f;
+            errno = e; /* a relative ".." through an ancestor: where the kernel would be (WITH_LOC) */
+            if ((f = real(l.kpath, mode)))
+                sh_fd_forget(fileno(f));
+            return f;
+        }
     }
-    return fopen_ours(&l, mode, e);
+    return fopen_ours(&l, path, mode, e);
 }
 
 SH_EXPORT FILE *fopen(const char *path, const char *mode) { return do_fopen(path, mode, REAL(fopen, fopen_fn)); }
@@ -410,7 +444,7 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
         }
     }
     int fl = fmode_flags(mode);
-    int fd = fl == -EROFS ? fopen_ours_err(&l, mode) : fl < 0 ? fl : sh_open(&l, fl, 0);
+    int fd = fl == -EROFS ? fopen_ours_err(&l, path, mode) : fl < 0 ? fl : sh_open(&l, fl, 0);
     if (fd < 0) {
         errno = -fd;
         return NULL;
@@ -674,8 +708,16 @@ SH_EXPORT int chdir(const char *p)
             sh_cwd_changed();
             return 0;
         }
-        if (!SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
+        if (!SH_FALLBACK_ERR(errno))
             return r;
+        if (sh_fallback(AT_FDCWD, p, &l) == L_NONE) {
+            if (!l.kpath)
+                return r;
+            errno = e; /* a relative ".." through an ancestor: where the kernel would be (WITH_LOC) */
+            if ((r = REAL(chdir, int (*)(const char *))(l.kpath)) == 0)
+                sh_cwd_changed();
+            return r;
+        }
     }
     int r = sh_chdir(&l);
     if (r == 0)
@@ -935,6 +977,133 @@ static int parent_err(int d, const char *p, int *last, struct stat *st)
     return e ? e : S_ISDIR(st->st_mode) ? 0 : ENOTDIR;
 }
 
+/* The last component of p (trailing slashes cut) in t->a, *base into it, *slashed: p ended in '/'. 0, or
+ * ENAMETOOLONG for a spelling longer than a scratch buffer (parent_err said so first). */
+static int last_comp(const char *p, struct sh_scratch *t, const char **base, int *slashed)
+{
+    size_t n = strnlen(p, PATH_MAX);
+    if (n >= PATH_MAX || n >= SH_SCR)
+        return ENAMETOOLONG;
+    memcpy(t->a, p, n + 1);
+    *slashed = n > 1 && t->a[n - 1] == '/';
+    while (n > 1 && t->a[n - 1] == '/')
+        t->a[--n] = 0;
+    const char *slash = strrchr(t->a, '/');
+    *base = slash ? slash + 1 : t->a;
+    return 0;
+}
+
+/* Where the kernel's create would write when nothing came first: EROFS in the shim's read-only tree (ro), else
+ * the real file system's own verdict on its mount (EROFS for a read-only one, 0: it would go on). */
+static int create_ro(int d, const char *parent, int ro)
+{
+    if (ro)
+        return EROFS;
+    int fd = sh_r.openat(d, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct statvfs sv; /* (a parent the real file system lacks, or the cache holds: the shim's, a synthesized
+                        * ancestor or a skeleton directory reached by a cwd or a descriptor there) */
+    int r = fd < 0 || sh_wguard_fd(fd) || (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) ? EROFS : 0;
+    if (fd >= 0)
+        sh_r.close(fd);
+    return r;
+}
+
+/* create_ro of the directory of p's last component (t: the caller's scratch) */
+static int parent_ro(int d, const char *p, int ro, struct sh_scratch *t)
+{
+    const char *base;
+    int slashed, e = last_comp(p, t, &base, &slashed);
+    if (e)
+        return e;
+    if (base == t->a)
+        return create_ro(d, ".", ro);
+    t->a[base - t->a] = 0; /* "dir/" */
+    return create_ro(d, t->a, ro);
+}
+
+/* The kernel's filename_create of p (mkdir, mknod, symlink, link's destination: KIND SH_C_DIR or SH_C_NODE),
+ * answered from the shim's view of every component (look): the parent's walk, EEXIST for a last ".", ".." or "/",
+ * ENAMETOOLONG for the name, EEXIST for an entry there (a symlink, dangling or not, a file under "name/"), ENOENT
+ * for "name/" that is no directory's, then the mount's write access: EROFS where ro (the shim's trees), else the
+ * real mount's (create_ro). 0: the kernel would go on. */
+static int kcreate_err(int d, const char *p, int kind, int ro)
+{
+    struct stat st;
+    int last, slashed, e = parent_err(d, p, &last, &st);
+    if (e)
+        return e;
+    if (last != LAST_NORM_)
+        return EEXIST;
+    SH_SCRATCH(t);
+    const char *base;
+    if ((e = last_comp(p, t, &base, &slashed)))
+        return e;
+    if (strlen(base) > NAME_MAX)
+        return ENAMETOOLONG;
+    if (look(d, t->a, 0, &st) == 0)
+        return EEXIST;
+    if (slashed && kind != SH_C_DIR)
+        return ENOENT;
+    return parent_ro(d, p, ro, t);
+}
+
+/* The kernel's path_openat of p with flags fl that write or create, in the shim's read-only tree: the parent's
+ * walk; a last ".", ".." or "/" (a directory: EEXIST for O_CREAT|O_EXCL, EISDIR); for O_CREAT a trailing slash
+ * (EISDIR); the name (ENAMETOOLONG); a missing entry (ENOENT, or EROFS for O_CREAT; a dangling symlink followed:
+ * its target, hops at most SH_MAX_HOPS); an entry (EEXIST for O_CREAT|O_EXCL, EISDIR, ENOTDIR for O_DIRECTORY or
+ * "file/", ELOOP for a symlink not followed, EROFS for a write). 0: an open that writes nothing (it opens). */
+static int kopen_err(int d, const char *p, int fl)
+{
+    struct stat st;
+    int creat = fl & O_CREAT, excl = creat && (fl & O_EXCL);
+    int writes = (fl & O_ACCMODE) != O_RDONLY || (fl & O_TRUNC);
+    SH_SCRATCH(t);
+    for (int hop = 0;; hop++) {
+        int last, slashed, e = parent_err(d, p, &last, &st);
+        if (e)
+            return e;
+        if (last != LAST_NORM_)
+            return creat ? (excl ? EEXIST : EISDIR) : writes ? EISDIR : 0;
+        const char *base;
+        if ((e = last_comp(p, t, &base, &slashed)))
+            return e;
+        if (creat && slashed)
+            return EISDIR;
+        if (strlen(base) > NAME_MAX)
+            return ENAMETOOLONG;
+        int follow = slashed || (!(fl & O_NOFOLLOW) && !excl);
+        e = look(d, slashed ? p : t->a, follow, &st);
+        if (e == ENOENT && creat && follow && look(d, t->a, 0, &st) == 0 && S_ISLNK(st.st_mode)) {
+            /* a dangling symlink: the kernel creates its target, from the link's directory */
+            if (hop >= SH_MAX_HOPS)
+                return ELOOP;
+            ssize_t k = readlinkat(d, t->a, t->d, SH_SCR - 1); /* the shim's readlinkat: a mount's links too */
+            size_t dl = (size_t)(base - t->a);
+            if (k <= 0 || (t->d[0] != '/' && dl + (size_t)k >= SH_SCR))
+                return k == 0 ? ENOENT : EROFS;
+            t->d[k] = 0;
+            if (t->d[0] != '/') {
+                memmove(t->d + dl, t->d, (size_t)k + 1);
+                memcpy(t->d, t->a, dl);
+            }
+            memcpy(t->b, t->d, strlen(t->d) + 1);
+            p = t->b;
+            continue;
+        }
+        if (e)
+            return e == ENOENT && creat ? EROFS : e;
+        if (excl)
+            return EEXIST;
+        if (S_ISDIR(st.st_mode))
+            return creat || writes ? EISDIR : 0;
+        if ((fl & O_DIRECTORY) || slashed)
+            return ENOTDIR;
+        if (S_ISLNK(st.st_mode))
+            return ELOOP;
+        return writes ? EROFS : 0;
+    }
+}
+
 static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kind)
 {
     struct stat st;
@@ -961,16 +1130,26 @@ static int ro_err(int d, const char *p, const struct sh_loc *l, int how, int kin
  * walk whatever the file system (the real call on the spelling a ".." out of the mounts is repointed to would not
  * see it); a name in a synthesized ancestor that the real call finds missing is there for the kernel's walk of
  * the parent, which then says EROFS. */
-static int ro_parent_real(int d, const char *p, int kind, int rv)
+static int ro_parent_real(int d, const char *p0, int kind, int rv)
 {
-    int ae;
-    if (rv < 0 && errno == ENOENT && sh_wguard_on && (ae = sh_anc_create_err(d, p, SH_C_PARENT)))
-        errno = ae;
+    int re = errno;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(re)) {
+        /* the kernel's walk of the caller's spelling p0 to its directory, which may pass through the shim's view
+         * (a synthesized ancestor named from its real parent): its errno, or EROFS there before the name's lookup */
+        struct stat st;
+        int last, e = parent_err(d, p0, &last, &st);
+        if (!e && last == LAST_NORM_) {
+            SH_SCRATCH(t);
+            e = parent_ro(d, p0, 0, t);
+        }
+        errno = e ? e : re;
+    }
     return rv;
 }
 static int ro_dots(int d, const char *p, int kind)
 {
-    if (sh_outside(d, p) || (kind != RO_RMDIR && kind != RO_UNLINK))
+    /* spellings outside too while the guard is on: one may reach a mount with "..", where it would say EROFS */
+    if (!p || (kind != RO_RMDIR && kind != RO_UNLINK) || (!sh_wguard_on && sh_outside(d, p)))
         return 0;
     size_t n = strnlen(p, PATH_MAX);
     while (n > 1 && p[n - 1] == '/')
@@ -983,13 +1162,14 @@ static int ro_dots(int d, const char *p, int kind)
 }
 #define RO1K(DIRFD, P, HOW, OFL, KIND, REALEXPR)                                                            \
     do {                                                                                                    \
+        const char *p0_ = (P); /* the caller's spelling (P may become a kpath) */                           \
         int de_ = (HOW) == SH_W_PARENT ? ro_dots(DIRFD, P, KIND) : 0;                                       \
         if (de_) {                                                                                          \
             errno = de_;                                                                                    \
             return -1;                                                                                      \
         }                                                                                                   \
         RO1_(DIRFD, P, HOW, KIND,                                                                           \
-             (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, P, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))    \
+             (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, p0_, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))  \
                                   : GUARDED(DIRFD, P, HOW, OFL, REALEXPR));                                 \
     } while (0)
 #define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
@@ -1014,6 +1194,21 @@ static int ro_dots(int d, const char *p, int kind)
  * link: EROFS into it (its destination is created first), EXDEV out of it (a blob hard-linked out, by
  * /proc/self/fd/N with AT_SYMLINK_FOLLOW or a descriptor with AT_EMPTY_PATH, could be opened for writing there).
  * H1: how the source is guarded, with the flags F1. 0 or the errno. */
+/* The lookups of ro2_err and link_real_err out of line: their struct stat is not on the stack while
+ * kcreate_err walks (the 2 KiB budget outside the mounts). */
+static __attribute__((noinline)) int src_look(int d1, const char *p1, int f1)
+{
+    struct stat st;
+    return look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st);
+}
+
+static __attribute__((noinline)) int parents_err(int d1, const char *p1, int *t1, int d2, const char *p2, int *t2)
+{
+    struct stat st;
+    int pe = parent_err(d1, p1, t1, &st);
+    return pe ? pe : parent_err(d2, p2, t2, &st);
+}
+
 static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p2, int h2, int islink,
                    struct sh_loc *l1p, struct sh_loc *l2p)
 {
@@ -1023,19 +1218,17 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
     int m1 = !o1 && sh_classify(d1, p1, &l1) != L_NONE && !anc_real(&l1);
     int m2 = !o2 && sh_classify(d2, p2, &l2) != L_NONE && !anc_real(&l2);
     int pe;
-    struct stat st;
     if (islink) { /* the kernel's order: the source's lookup, the destination's create, then EXDEV */
         int pe2 = m2 ? 0 : sh_anc_create_err(d2, p2, SH_C_NODE);
         int g2 = m2 || pe2 || sh_wguard(d2, p2, h2, 0), g1 = m1 || sh_wguard(d1, p1, h1, f1);
         if (!g1 && !g2)
             return 0;
-        if (!(p1 && !p1[0] && (f1 & AT_EMPTY_PATH)) && (pe = look(d1, p1, (f1 & AT_SYMLINK_FOLLOW) != 0, &st)))
+        if (!(p1 && !p1[0] && (f1 & AT_EMPTY_PATH)) && (pe = src_look(d1, p1, f1)))
             return pe;
-        if (m2)
-            return sh_create_err(&l2, SH_C_NODE);
-        if (g2)
-            return pe2 ? pe2 : EROFS;
-        return EXDEV;
+        /* the destination's create as the kernel walks it (its parent's lookup before any EXDEV), in the read-only
+         * tree or on the real file system (whose own mount may be read-only: EROFS before EXDEV) */
+        int ce = kcreate_err(d2, p2, SH_C_NODE, g2);
+        return ce ? ce : EXDEV;
     }
     /* rename: both parents' lookups, then EXDEV across the edge, EBUSY for ".", ".." or "/", EROFS within */
     int a = m1 || sh_anc_create_err(d1, p1, SH_C_PARENT) || sh_wguard(d1, p1, h1, f1);
@@ -1043,9 +1236,10 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
     if (!a && !b && o1 && o2)
         return 0;
     int t1, t2;
-    if ((pe = parent_err(d1, p1, &t1, &st)) || (pe = parent_err(d2, p2, &t2, &st)))
+    if ((pe = parents_err(d1, p1, &t1, d2, p2, &t2)))
         return pe;
-    if (a != b)
+    /* two mounts (or a mount and a synthesized ancestor, the host's directory) are two file systems */
+    if (a != b || (m1 && m2 && (l1.kind != l2.kind || (l1.kind == L_MNT && l1.m != l2.m))))
         return EXDEV;
     if (t1 != LAST_NORM_ || t2 != LAST_NORM_)
         return EBUSY;
@@ -1054,10 +1248,38 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
 #undef l2
 }
 
+/* A link the real call refused (KWALK_ERR e) whose spellings' walk may pass through the shim's view (a synthesized
+ * ancestor named from its real parent): the kernel's order, the source's lookup, the destination's create, then
+ * EXDEV (a source found only there is not on the destination's file system). */
+static int link_real_err(int d1, const char *p1, int f1, int d2, const char *p2, int e)
+{
+    int pe = p1 && !p1[0] && (f1 & AT_EMPTY_PATH) ? 0 : src_look(d1, p1, f1);
+    if (pe)
+        return pe;
+    int ce = kcreate_err(d2, p2, SH_C_NODE, 0);
+    return ce ? ce : e == EROFS ? e : EXDEV;
+}
+
+/* A rename the real call refused (KWALK_ERR e) whose spellings' walk may pass through the shim's view: both
+ * parents' walks, then (a parent the shim's or on a read-only mount) EXDEV when only one is, EBUSY for ".", ".."
+ * or "/", EROFS (ro2_err's order); e when neither is. */
+static int rename_real_err(int d1, const char *p1, int d2, const char *p2, int e)
+{
+    int t1, t2, pe;
+    if ((pe = parents_err(d1, p1, &t1, d2, p2, &t2)))
+        return pe;
+    SH_SCRATCH(t);
+    int a = parent_ro(d1, p1, 0, t) == EROFS, b = parent_ro(d2, p2, 0, t) == EROFS;
+    if (!a && !b)
+        return e;
+    return a != b ? EXDEV : t1 != LAST_NORM_ || t2 != LAST_NORM_ ? EBUSY : EROFS;
+}
+
 #define RO2(D1, P1, H1, F1, D2, P2, H2, ISLINK, REALEXPR)                                                   \
     do {                                                                                                    \
         SH_LOC(l1_);                                                                                        \
         SH_LOC(l2_);                                                                                        \
+        const char *p1_ = (P1), *p2_ = (P2); /* the caller's spellings (P1, P2 may become kpaths) */        \
         int e_ = errno, err_ = ro2_err(D1, P1, H1, F1, D2, P2, H2, ISLINK, &l1_, &l2_);                     \
         if (err_) {                                                                                         \
             errno = err_;                                                                                   \
@@ -1068,7 +1290,10 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
         if (l2_.kpath)                                                                                      \
             (P2) = l2_.kpath;                                                                               \
         errno = e_;                                                                                         \
-        return REALEXPR;                                                                                    \
+        int r_ = (REALEXPR);                                                                                \
+        if (r_ < 0 && sh_wguard_on && KWALK_ERR(errno))                                                     \
+            errno = (ISLINK) ? link_real_err(D1, p1_, F1, D2, p2_, errno) : rename_real_err(D1, p1_, D2, p2_, errno); \
+        return r_;                                                                                          \
     } while (0)
 
 #define RO_FD(FD, REALEXPR)                                                                                 \
@@ -1081,27 +1306,39 @@ static int ro2_err(int d1, const char *p1, int h1, int f1, int d2, const char *p
         return REALEXPR;                                                                                    \
     } while (0)
 
-/* After a create outside the mounts failed with ENOENT: the kernel's answer when its parent is a synthesized
- * ancestor (sh_anc_create_err); errno as the real call left it otherwise. rv is returned. */
-static int create_real(int d, const char *p, int kind, int rv)
+/* After a create outside the mounts failed (KWALK_ERR): the kernel's answer for the caller's spelling p0, whose walk
+ * may pass through the shim's view (a synthesized ancestor: EEXIST for its name, EROFS below it), the real call's
+ * errno otherwise (kcreate_err of a real spelling: the same walk, 0). rv is returned. */
+static int create_real(int d, const char *p0, int kind, int rv)
 {
-    int ae;
-    if (rv < 0 && errno == ENOENT && sh_wguard_on && (ae = sh_anc_create_err(d, p, kind)))
-        errno = ae;
+    int re = errno;
+    if (rv < 0 && sh_wguard_on && KWALK_ERR(re)) {
+        int ke = kcreate_err(d, p0, kind, 0);
+        errno = ke ? ke : re;
+    }
     return rv;
 }
 
 /* A create: the real call unless the path is a mount's (the kernel's answer there: create_err) or the kernel
  * resolves it into one or into the cache (EROFS, or EEXIST from the real call for an entry there). */
 #define RO_CREATE(DIRFD, P, REALEXPR) RO_CREATE_K(DIRFD, P, SH_C_NODE, REALEXPR)
+/* GUARDED for a create: what the kernel says first there (kcreate_err of the spelling P0: the parent's walk,
+ * EEXIST...), else EROFS */
+#define GUARDED_C(DIRFD, P, P0, KIND, REALEXPR)                                                             \
+    (sh_wguard((DIRFD), (P), SH_W_CREATE, 0) ? (errno = kcreate_err((DIRFD), (P0), (KIND), 1), -1) : (REALEXPR))
+/* (the caller's spelling p0_ is the kernel's walk: P may become the kpath of a ".." through an ancestor, which
+ * drops a last "." that the kernel resolves: "missing/." is ENOENT) */
 #define RO_CREATE_K(DIRFD, P, KIND, REALEXPR)                                                               \
-    WITH_LOC(DIRFD, P, create_real(DIRFD, P, KIND, GUARDED(DIRFD, P, SH_W_CREATE, 0, REALEXPR)), rv_ < 0, { \
-        if (anc_real(&l_))                                                                                  \
-            return GUARDED(DIRFD, P, SH_W_CREATE, 0, REALEXPR);                                             \
-        (void)e_;                                                                                           \
-        errno = sh_create_err(&l_, KIND);                                                                   \
-        return -1;                                                                                          \
-    })
+    do {                                                                                                    \
+        const char *p0_ = (P);                                                                              \
+        WITH_LOC(DIRFD, P, create_real(DIRFD, p0_, KIND, GUARDED_C(DIRFD, P, p0_, KIND, REALEXPR)), rv_ < 0, { \
+            if (anc_real(&l_))                                                                              \
+                return GUARDED_C(DIRFD, P, p0_, KIND, REALEXPR);                                            \
+            (void)e_;                                                                                       \
+            errno = kcreate_err(DIRFD, p0_, KIND, 1);                                                       \
+            return -1;                                                                                      \
+        });                                                                                                 \
+    } while (0)
 
 SH_EXPORT int mkdir(const char *p, mode_t m) { RO_CREATE_K(AT_FDCWD, p, SH_C_DIR, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
 SH_EXPORT int mkdirat(int d, const char *p, mode_t m)

@@ -44,6 +44,31 @@ for c in "1 open /proc/self/fd/N O_RDWR: EROFS" "1 linkat N AT_EMPTY_PATH: EXDEV
     "6 fopen w M/dir: EISDIR" "6 mkdir R/long: ENAMETOOLONG"; do
   shim_check "$c" grep -qxF "$c" shim.out
 done
+# rename between two mounts: EXDEV, as between two read-only bind mounts (each mount is its own file system)
+ren='import errno, os, sys
+try:
+    os.rename(sys.argv[1] + "/flat/a.txt", sys.argv[1] + "/hf/x")
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])'
+mkdir -p o2/flat o2/hf
+k=$(unshare -m sh -c "mount --bind '$WORK/o/models/flat' '$WORK/o2/flat' && mount -o remount,bind,ro '$WORK/o2/flat' &&
+  mount --bind '$WORK/o/models/hf' '$WORK/o2/hf' && mount -o remount,bind,ro '$WORK/o2/hf' &&
+  python3 -c '$ren' '$WORK/o2'" 2>/dev/null)
+s=$(shim python3 -c "$ren" "$M")
+echo "# rename between two mounts: kernel ${k:-(no bind mounts here)}, shim $s"
+shim_check "rename between two mounts: EXDEV (the kernel's: ${k:-EXDEV})" test "$s" = "${k:-EXDEV}" -a "$s" = EXDEV
+# a ".." out of a synthesized ancestor into a writable directory: "missing/." is the kernel's ENOENT, nothing made
+# (the real call goes where the kernel goes, its last "." kept: "missing/" would be made)
+s=$(shim python3 -c 'import errno, os, sys
+for p in sys.argv[1:]:
+    try:
+        os.mkdir(p)
+        print("ok", end=" ")
+    except OSError as e:
+        print(errno.errorcode[e.errno], end=" ")' "$M/../../w1/missing/." "$M/../../w1/missing/..")
+shim_check "mkdir M/../../w1/missing/. and /..: ENOENT, nothing made ($s)" \
+  test "$s" = "ENOENT ENOENT " -a ! -e w1/missing
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
 shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "s x "
