@@ -139,8 +139,15 @@ SH_EXPORT DIR *opendir(const char *p)
     int k = sh_classify(AT_FDCWD, p, &l);
     if (k == L_NONE && (l.kpath || !rel_anc(AT_FDCWD, p, &l))) {
         DIR *d = real(l.kpath ? l.kpath : p);
-        if (d || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
+        if (d || !SH_FALLBACK_ERR(errno))
             return d;
+        if (sh_fallback(AT_FDCWD, p, &l) == L_NONE) {
+            if (l.kpath) { /* a relative ".." through an ancestor: where the kernel would be (WITH_LOC) */
+                errno = e;
+                d = real(l.kpath);
+            }
+            return d;
+        }
     }
     return opendir_ours(&l, e);
 }
@@ -325,10 +332,18 @@ SH_EXPORT int scandir(const char *p, struct dirent ***list, filt_fn filter, cmp_
     SH_LOC(l);
     int e = errno;
     if (sh_classify(AT_FDCWD, p, &l) == L_NONE && (l.kpath || !rel_anc(AT_FDCWD, p, &l))) {
-        int r = REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn))(l.kpath ? l.kpath : p, list,
-                                                                                          filter, compar);
-        if (r >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, p, &l) == L_NONE)
+        int (*real)(const char *, struct dirent ***, filt_fn, cmp_fn) =
+            REAL(scandir, int (*)(const char *, struct dirent ***, filt_fn, cmp_fn));
+        int r = real(l.kpath ? l.kpath : p, list, filter, compar);
+        if (r >= 0 || !SH_FALLBACK_ERR(errno))
             return r;
+        if (sh_fallback(AT_FDCWD, p, &l) == L_NONE) {
+            if (l.kpath) { /* (opendir) */
+                errno = e;
+                r = real(l.kpath, list, filter, compar);
+            }
+            return r;
+        }
     }
     return scan_ours(&l, list, filter, compar, e);
 }
@@ -344,10 +359,18 @@ SH_EXPORT int scandirat(int dfd, const char *p, struct dirent ***list, filt_fn f
     SH_LOC(l);
     int e = errno;
     if (sh_classify(dfd, p, &l) == L_NONE && (l.kpath || !rel_anc(dfd, p, &l))) {
-        int r = REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn))(
-            dfd, l.kpath ? l.kpath : p, list, filter, compar);
-        if (r >= 0 || !SH_FALLBACK_ERR(errno) || sh_fallback(dfd, p, &l) == L_NONE)
+        int (*real)(int, const char *, struct dirent ***, filt_fn, cmp_fn) =
+            REAL(scandirat, int (*)(int, const char *, struct dirent ***, filt_fn, cmp_fn));
+        int r = real(dfd, l.kpath ? l.kpath : p, list, filter, compar);
+        if (r >= 0 || !SH_FALLBACK_ERR(errno))
             return r;
+        if (sh_fallback(dfd, p, &l) == L_NONE) {
+            if (l.kpath) { /* (opendir) */
+                errno = e;
+                r = real(dfd, l.kpath, list, filter, compar);
+            }
+            return r;
+        }
     }
     return scan_ours(&l, list, filter, compar, e);
 }

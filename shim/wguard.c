@@ -297,6 +297,16 @@ int sh_create_err(const struct sh_loc *l, int kind)
     return kind == SH_C_NODE && l->slash ? ENOENT : EROFS;
 }
 
+/* 1 when the synthesized ancestor anc (a logical path) has the entry name (n bytes): a mount or an ancestor */
+static __attribute__((noinline)) int anc_has(const char *anc, const char *name, size_t n)
+{
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/%.*s", strcmp(anc, "/") ? anc : "", (int)n, name) >= SH_SCR)
+        return 0;
+    SH_LOC(c);
+    return sh_classify_abs(t->a, &c) != L_NONE;
+}
+
 /* See shim.h. */
 int sh_anc_create_err(int dirfd, const char *path, int kind)
 {
@@ -324,5 +334,7 @@ int sh_anc_create_err(int dirfd, const char *path, int kind)
         return EISDIR;
     if (n - (size_t)(slash + 1 - path) > NAME_MAX)
         return ENAMETOOLONG;
+    if (kind == SH_C_LOOKUP && anc_has(pl.path, slash + 1, n - (size_t)(slash + 1 - path)))
+        return 0; /* a mount or an ancestor below it ("top/models/" from top's parent): it opens (the fallback) */
     return kind == SH_C_LOOKUP ? ENOENT : kind == SH_C_NODE && slashed ? ENOENT : EROFS;
 }

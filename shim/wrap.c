@@ -124,6 +124,9 @@ static __attribute__((noinline)) int anc_real(const struct sh_loc *l)
 
 static int kopen_err(int d, const char *p, int fl);
 
+/* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
+#define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+
 typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
@@ -133,8 +136,22 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
 {
     SH_LOC(l);
     if (fallback) {
-        if (sh_fallback(dirfd, path, &l) == L_NONE)
-            return -1;
+        if (sh_fallback(dirfd, path, &l) == L_NONE) {
+            if (!l.kpath)
+                return -1;
+            /* a relative ".." through a synthesized ancestor: where the kernel would be (WITH_LOC), so that
+             * "top/../<256-byte name>/x" is ENAMETOOLONG, as for stat */
+            if ((flags & OPEN_WRITES) && sh_wguard_on && sh_wguard_slow(dirfd, l.kpath, SH_W_OPEN, flags)) {
+                errno = EROFS;
+                return -1;
+            }
+            errno = e;
+            int fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(l.kpath, flags, mode)
+                                       : REAL(openat64, openat_fn)(dirfd, l.kpath, flags, mode);
+            if (fd >= 0)
+                sh_fd_forget(fd);
+            return fd;
+        }
     } else if (sh_classify(dirfd, path, &l) == L_NONE) {
         if (l.kpath)
             path = l.kpath;
@@ -150,8 +167,6 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
     return sh_ret(sh_open(&l, flags, mode), e);
 }
 
-/* open flags that write: the kernel's resolution of the path is checked (sh_wguard) before the real call */
-#define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
 /* A write call's real errno that the kernel's walk of the spelling in the shim's view may answer otherwise: the real
  * directory lacks a synthesized ancestor (ENOENT, ENOTDIR) or is read-only where the kernel would find one (EROFS) */
 #define KWALK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR || (e) == EROFS)
@@ -677,7 +692,9 @@ SH_EXPORT char *realpath(const char *p, char *resolved)
         /* glibc walks a spelling component by component: one of PATH_MAX bytes or more is no error there */
         SH_LOC(l);
         int e = errno;
-        if (sh_classify_long(AT_FDCWD, p, &l) != L_NONE && !l.kpath)
+        int k = sh_classify_long(AT_FDCWD, p, &l);
+        /* a mount's path reached by a ".." keeps its kpath (normalised: a trailing slash dropped) */
+        if (k == L_MNT || (k == L_ANC && !l.kpath))
             return realpath_ours(&l, resolved, e);
         if (l.kpath)
             p = l.kpath;

@@ -52,19 +52,38 @@ diff <(echo "$KNOWN") <(echo "$got") && echo "differences: none"
 shim_check "kernel and shim agree" test "$got" = "$KNOWN"
 shim_check "operations compared: $(wc -l <"$WORK/kernel.out")" test "$(wc -l <"$WORK/kernel.out")" -ge 140
 # from the real parent of a synthesized ancestor ($WORK/mnt is not on disk): "mnt/../<256-byte name>" is the
-# kernel's ENAMETOOLONG (the walk comes back out of the ancestor to a real directory), for chdir, stat and fopen
+# kernel's ENAMETOOLONG (the walk comes back out of the ancestor to a real directory), for chdir, stat, fopen, open,
+# opendir, scandir and scandirat; "mnt/models/", an entry of the ancestor, opens (fopen "r", issue 22: seed 644)
 N=$(printf 'n%.0s' $(seq 256))
 # (leaks: Python's own, under t_shim_san's ASan runtime, are not the shim's)
 got=$(cd "$WORK" && ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 shim python3 -c 'import ctypes, errno, os, sys
-for f in (os.chdir, os.stat):
+for f in (os.chdir, os.stat, lambda p: os.close(os.open(p, os.O_RDONLY))):
     try:
         f(sys.argv[1])
         print("ok", end=" ")
     except OSError as e:
         print(errno.errorcode[e.errno], end=" ")
 c = ctypes.CDLL(None, use_errno=True)
-c.fopen.restype = ctypes.c_void_p
-print("ok" if c.fopen(sys.argv[1].encode(), b"r") else errno.errorcode[ctypes.get_errno()])' "mnt/../$N")
-shim_check "cwd the ancestor's parent: chdir, stat, fopen mnt/../<256-byte name>: ENAMETOOLONG ($got)" \
-  test "$got" = "ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG"
+c.fopen.restype = c.opendir.restype = ctypes.c_void_p
+c.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+def say(ok): print("ok" if ok else errno.errorcode[ctypes.get_errno()], end=" ")
+p = (sys.argv[1] + "/x").encode()
+say(c.fopen(sys.argv[1].encode(), b"r"))
+say(c.opendir(ctypes.c_char_p(p)))
+v = ctypes.c_void_p()
+say(c.scandir(ctypes.c_char_p(p), ctypes.byref(v), None, None) >= 0)
+say(c.scandirat(-100, ctypes.c_char_p(p), ctypes.byref(v), None, None) >= 0)
+print("ok" if c.fopen(b"mnt/models/", b"r") else errno.errorcode[ctypes.get_errno()])' "mnt/../$N")
+shim_check "cwd the ancestor's parent: chdir, stat, open, fopen, opendir, scandir, scandirat mnt/../<256-byte name>: ENAMETOOLONG; fopen mnt/models/: ok ($got)" \
+  test "$got" = "ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ok"
+# realpath of a spelling of PATH_MAX bytes or more (glibc walks it component by component) that reaches a mount's
+# file through a "..": a trailing slash is the kernel's ENOTDIR (issue 22: seed 669), without one the file
+got=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 shim python3 -c 'import ctypes, errno, sys
+c = ctypes.CDLL(None, use_errno=True)
+c.realpath.restype = ctypes.c_void_p
+for p in sys.argv[1:]:
+    r = c.realpath(("/" * 4100 + p).encode(), None)
+    print(ctypes.string_at(r).decode() if r else errno.errorcode[ctypes.get_errno()], end=" ")' "$M/lt/../flat/./empty/" "$M/lt/../flat/empty")
+shim_check "realpath of a 4,100-slash spelling of lt/../flat/empty/: ENOTDIR; without the last slash the file ($got)" \
+  test "$got" = "ENOTDIR $M/flat/empty "
 exit $((SHIM_FAILS > 0))
