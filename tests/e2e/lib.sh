@@ -17,9 +17,9 @@ skip_test() { echo "SKIP $1: $2"; exit 77; }
 # chunk-checked blob left to promote from a mount's cblobs/ (the record goes before the promotion's rename)
 wait_flushed() {
   local c=$1
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 300); do
     [ -z "$(ls -A "$c/unflushed" 2>/dev/null)" ] && [ -z "$(ls -A "$c"/mounts/*/cblobs 2>/dev/null)" ] && return 0
     sleep 0.1
   done
-  fail "the detached flush did not finish in 10 s: $(ls "$c/unflushed" "$c"/mounts/*/cblobs 2>/dev/null | tr '\n' ' ')"
+  fail "the detached flush did not finish in 30 s: $(ls "$c/unflushed" "$c"/mounts/*/cblobs 2>/dev/null | tr '\n' ' ')"
 }

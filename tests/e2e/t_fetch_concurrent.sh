@@ -23,6 +23,8 @@ for i in 1 2 3 4 5 6 7 8; do
   pids="$pids $!"
 done
 for p in $pids; do wait "$p" || fail "a concurrent _get failed: $(cat "$WORK"/get*.out)"; done
+# a chunk-checked _get answers from the mount's cblobs/; its detached flush moves the file into blobs/ later
+wait_flushed "$HFS3_CACHE_DIR"
 cmp -s "$HFS3_CACHE_DIR/blobs/$big" "$WORK/m/model.safetensors" || fail "blob differs"
 got=$(got_bytes "$WORK/counted.log" m1/model.safetensors)
 [ "$got" = "$size" ] || { cat "$WORK/counted.log"; fail "8 concurrent _get downloaded $got bytes, want $size once"; }
@@ -56,6 +58,7 @@ ndone=$(($(wc -l <"$done_file") - 1))
 ok "killed fetch: blobs/ has no partial file; $ndone ranges recorded as done"
 : >"$WORK/counted.log"
 expect_exit 0 "fetch after the kill (other connection count: the dead fetch's ranges are kept)" "$HFS3_BIN" fetch counted:models/m1
+wait_flushed "$HFS3_CACHE_DIR"
 cmp -s "$HFS3_CACHE_DIR/blobs/$big" "$WORK/m/model.safetensors" || fail "resumed blob differs"
 [ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "tmp/ not empty after the resumed fetch"
 got=$(got_bytes "$WORK/counted.log" m1/model.safetensors)
