@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -239,11 +240,50 @@ void hfs3_sha256_hexof(const void *p, size_t n, char out[65])
     hfs3_hex(md, 32, out);
 }
 
+/* Hashes [*off, end) of fd through read-only mappings, a window at a time, and advances *off. 0, or -1 when a
+ * window cannot be mapped (the caller reads the rest with pread). */
+static int sha256_mapped(hfs3_sha256_ctx *h, int fd, uint64_t *off, uint64_t end)
+{
+    enum { WINDOW = 4 << 20 };
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    while (*off < end) {
+        uint64_t base = *off & ~(page - 1), stop = base + WINDOW < end ? base + WINDOW : end;
+        void *p = mmap(NULL, (size_t)(stop - base), PROT_READ, MAP_SHARED, fd, (off_t)base);
+        if (p == MAP_FAILED)
+            return -1;
+        (void)madvise(p, (size_t)(stop - base), MADV_SEQUENTIAL);
+        hfs3_sha256_update(h, (const char *)p + (*off - base), (size_t)(stop - *off));
+        munmap(p, (size_t)(stop - base));
+        *off = stop;
+    }
+    return 0;
+}
+
+/* Whether nobody but this process's user can shorten the file behind fd: a mapping of a file that shrinks under
+ * it raises SIGBUS, so only a file of our own that no one else may write is hashed through one. */
+static int only_ours(int fd, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+        return 0;
+    *size = (uint64_t)st.st_size;
+    return 1;
+}
+
 int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
                           uint64_t *done)
 {
-    uint64_t start = off;
+    uint64_t start = off, size;
     int rc = 0;
+    /* Our own file is hashed in place in the page cache: pread copies every byte once more, and that copy was
+     * the largest cost of `fetch` after the hash itself (perf: 16% of its samples in _copy_to_iter, issue 21) */
+    if (len && only_ours(fd, &size) && off < size) {
+        uint64_t from = off, end = len == UINT64_MAX || len > size - off ? size : off + len;
+        (void)sha256_mapped(h, fd, &off, end); /* what it could not map, pread reads below; past the end, it
+                                                * finds the end of file as before */
+        if (len != UINT64_MAX)
+            len -= off - from;
+    }
     while (len) {
         size_t want = len < n ? (size_t)len : n;
         ssize_t got = pread(fd, buf, want, (off_t)off);

@@ -237,6 +237,7 @@ runA _get "$R" sub/empty.txt
 succeeded "empty file with tmp/<sha>.part a symlink"
 runA _get "$R" model.safetensors
 succeeded "large file with .part/.done symlinks"
+wait_flushed "$S"   # a chunk-checked _get answers from A's cblobs/; the detached flush moves it into blobs/
 for b in "$empty" "$big"; do
   [ -f "$S/blobs/$b" ] && [ ! -L "$S/blobs/$b" ] || fail "blobs/$b is not a regular file"
   [ "$(stat -c '%u %a' "$S/blobs/$b")" = "$A 440" ] || fail "blobs/$b: $(stat -c '%u %a' "$S/blobs/$b")"
@@ -661,5 +662,30 @@ touch "$WORK/stop"; wait "$watcher" || true
 ! grep -q SEKRET5 "$WORK/argv.log" "$WORK/shim.err" "$WORK/shim.out" || { cat "$WORK/argv.log" "$WORK/shim.err" >&2; fail "attack 5: the secret in argv or the log"; }
 [ "$(cat "$WORK/seen")" = 0 ] || fail "attack 5: B saw the secret in /proc/*/cmdline"
 ok "attack 5: a connection-string REMOTE: no helper argv and no log line holds its secret ($(head -1 "$WORK/shim.err"))"
+
+# ---- B shrinks its own blob while A hashes it: A reads a file that another uid can write with pread, never
+# through a mapping, which a shrink under it turns into SIGBUS (lib/util.c: only our own files are mapped) ----
+new_shared shrink
+as "$B" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" model.safetensors >/dev/null 2>&1 || fail "B's _get of the big file"
+[ "$(stat -c %u "$S/blobs/$big")" = "$B" ] || fail "the big blob is not B's"
+as "$B" chmod 0644 "$S/blobs/$big"
+rm -f "$WORK/stop"
+as "$B" python3 - "$S/blobs/$big" "$WORK/stop" <<'PY' &
+import os, sys
+size = os.path.getsize(sys.argv[1])
+fd = os.open(sys.argv[1], os.O_RDWR)
+while not os.path.exists(sys.argv[2]):
+    os.ftruncate(fd, 0)
+    os.ftruncate(fd, size)
+PY
+shrinker=$!
+for i in 1 2 3 4 5; do
+  runA cache verify --dry-run
+  if [ "$st" -ge 128 ] || grep -q "AddressSanitizer\|Bus error\|SIGBUS" "$WORK/err"; then
+    touch "$WORK/stop"; cat "$WORK/err" >&2; fail "A's cache verify crashed (exit $st) while B shrank its blob"
+  fi
+done
+touch "$WORK/stop"; wait "$shrinker" || true
+ok "B shrinks its blob while A's cache verify hashes it, 5 times: no crash (exit $st: $(head -c 120 "$WORK/err"))"
 victim_ok "issue 23"
 echo "all ok"

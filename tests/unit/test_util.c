@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +119,63 @@ static void files(void)
     CHECK_EQ_INT(rmdir(dir), 0);
 }
 
+/* hfs3_sha256_update_fd gives the same digest through a mapping (our own file, nobody else may write it) and
+ * through pread (a file others may write), at offsets inside a page and across the mapping's windows, and
+ * -ENODATA past the end. */
+static void hash_ranges(void)
+{
+    char dir[] = "/tmp/hfs3-test-util.XXXXXX", p[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/data", dir);
+    size_t size = (9u << 20) + 4099;
+    unsigned char *data = malloc(size), md[32], want[32];
+    char *buf = malloc(1 << 16);
+    CHECK(data && buf);
+    if (!data || !buf)
+        return;
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < size; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        data[i] = (unsigned char)x;
+    }
+    int fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(write(fd, data, size), (long long)size);
+    const uint64_t ranges[][2] = {{0, 9u << 20}, {4097, (5u << 20) + 3}, {1, size - 1}, {(4u << 20) - 1, 2},
+                                  {size - 5, 5}, {8191, UINT64_MAX}};
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_EQ_INT(fchmod(fd, mode ? 0666 : 0600), 0); /* 0666: others may write it, read with pread */
+        for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+            uint64_t off = ranges[r][0], len = ranges[r][1], n = len == UINT64_MAX ? size - off : len, done = 0;
+            hfs3_sha256_ctx *h = hfs3_sha256_new();
+            CHECK_EQ_INT(hfs3_sha256_update_fd(h, fd, off, len, buf, 1 << 16, &done), 0);
+            CHECK_EQ_INT(done, n);
+            hfs3_sha256_final(h, md);
+            hfs3_sha256_free(h);
+            hfs3_sha256(data + off, (size_t)n, want);
+            CHECK(!memcmp(md, want, 32));
+        }
+        hfs3_sha256_ctx *h = hfs3_sha256_new();
+        uint64_t done = 0;
+        CHECK_EQ_INT(hfs3_sha256_update_fd(h, fd, size - 10, 20, buf, 1 << 16, &done), -ENODATA);
+        CHECK_EQ_INT(done, 10);
+        CHECK_EQ_INT(hfs3_sha256_update_fd(h, fd, size + 10, 20, buf, 1 << 16, &done), -ENODATA);
+        CHECK_EQ_INT(done, 0);
+        hfs3_sha256_free(h);
+    }
+    close(fd);
+    unlink(p);
+    rmdir(dir);
+    free(data);
+    free(buf);
+}
+
 int main(void)
 {
     TEST(buf_cap);
     TEST(hex_sha);
     TEST(errors);
     TEST(files);
+    TEST(hash_ranges);
     return t_done("test_util");
 }
