@@ -686,6 +686,10 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
     /* a bad entry of this user's own is ours to remove and fetch again; another user's stays refused */
     if (rc < 0 && st.st_uid == c->uid && unlinkat(at->dir, f->sha256, 0) == 0) {
         hfs3_warn("%s; removed it, fetching it again", hfs3_errmsg());
+        /* an old boot's record of it has nothing left to flush, and the flush leaves such records to a helper
+         * that can check them: gone with the blob (under the lock no install can be writing a new one) */
+        if (locked && hfs3_unflushed_state(c, at->rec) == 2)
+            (void)unlinkat(c->unflushed, at->rec, 0);
         return 0;
     }
     return rc;

@@ -99,6 +99,16 @@ static int find_blob(const struct blob_find *f)
     return blob_usable(f->blob, f->hex);
 }
 
+/* Whether some copy of f->hex is there for f->key at all, trusted or not (f->blob: the last path looked at). */
+static int copy_exists(const struct blob_find *f)
+{
+    snprintf(f->blob, f->n, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+    if (sh_exists(f->blob))
+        return 1;
+    snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+    return sh_exists(f->blob);
+}
+
 static int blob_there(const void *arg)
 {
     return find_blob(arg);
@@ -163,10 +173,16 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         }
         if (found)
             return 0;
-        sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
-               __atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE) ? ", which is read-only,"
-               : sh_exists(blob) ? " (a copy not known to be on disk before the last restart: not verified)" : "");
-        return -EIO;
+        /* a copy from before the last restart (its record holds another boot id): the helper's _get hashes it
+         * again, which needs no network. Nothing there, or a read-only cache (no record can be written): EIO */
+        int ro = __atomic_load_n(&sh_cache_ro, __ATOMIC_ACQUIRE), stale = copy_exists(&bf);
+        if (ro || !stale) {
+            sh_log(1, "%s/%s: not in the cache%s and HFS3_OFFLINE=1", m->path, sh_epath(m, e),
+                   !stale ? (ro ? ", which is read-only," : "")
+                          : " (a copy not known to be on disk before the last restart, in a read-only cache: not "
+                            "verified)");
+            return -EIO;
+        }
     }
     if (sh_in_vfork())
         return -EIO;

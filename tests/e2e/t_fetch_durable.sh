@@ -147,5 +147,24 @@ PY
   HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$(blobp $SA)" ||
     fail "shim, boot A"
   ok "$P: under the boot that installed it, an unflushed blob is used without a hash"
+
+  # 5. offline after a reboot (HFS3_OFFLINE=1: the crash's server restarts without S3): the shim has the helper
+  # hash the unflushed copies again, which needs no request: the intact one is served, the damaged ones never
+  crash
+  for f in a.safetensors b.safetensors; do
+    set +e
+    HFS3_TEST_BOOT_ID=$B HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/$f" >"$WORK/got" 2>"$WORK/err"; st=$?
+    set -e
+    [ "$st" != 0 ] && [ ! -s "$WORK/got" ] || fail "offline after a reboot: the damaged unflushed $f was served"
+    grep -q "HFS3_OFFLINE=1" "$WORK/err" || { cat "$WORK/err"; fail "offline after a reboot: $f: no reason"; }
+    cp "$WORK/err" "$WORK/err.damaged"
+  done
+  HFS3_TEST_BOOT_ID=$B HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/got" 2>"$WORK/err" ||
+    { cat "$WORK/err"; fail "offline after a reboot: the intact unflushed config.json is not served"; }
+  cmp -s "$WORK/got" "$WORK/m/config.json" || fail "offline after a reboot: config.json differs"
+  [ "$(cat "$CD/unflushed/$(recn $SC)" 2>/dev/null)" = "$B" ] || [ ! -e "$CD/unflushed/$(recn $SC)" ] ||
+    fail "offline after a reboot: the verified copy's record is still the old boot's"
+  wait_flushed
+  ok "$P: offline after a reboot: an intact unflushed copy is hashed again by the helper and served, damaged ones are an error ($(head -c 160 "$WORK/err.damaged"))"
 done
 echo "all ok"
