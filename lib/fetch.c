@@ -123,6 +123,7 @@ typedef struct fetch_job {
     const hfs3_fetch_file *f;
     const hfs3_fetch_opts *o;
     int fd, done_fd;
+    int fresh;            /* the .part is this attempt's own new file, not a dead fetch's (see hash_part) */
     int sync;             /* HFS3_DURABLE=sync: flushed before the install (else recorded in unflushed/) */
     char part[256], done[256]; /* their names under tmp/ */
     uint64_t chunk;
@@ -179,6 +180,16 @@ static void fetch_backoff(int attempt, long cap_ms)
     }
 }
 
+/* Feeds [off, end) of the .part into h. The file this attempt created holds only what this process wrote (its
+ * pages are in the page cache) and is hashed in place; a dead fetch's .part (a resume) may be from before a
+ * crash or a reboot, where a page that cannot be read must be an error (the chunk fetched again, or the .part
+ * dropped), not SIGBUS, which would kill every later resume of it too: pread. */
+static int hash_part(fetch_job *j, hfs3_sha256_ctx *h, uint64_t off, uint64_t end, char *buf)
+{
+    return j->fresh ? hfs3_sha256_update_fd_fresh(h, j->fd, off, end - off, buf, HASH_BUF, NULL)
+                    : hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL);
+}
+
 /* Checks chunk i of the .part against its digest (resume, or the whole file did not match). 1 good, 0 bad or
  * unreadable; got (may be NULL) its sha256 when read. */
 static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
@@ -187,7 +198,7 @@ static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
     hfs3_sha256_ctx *h = hfs3_sha256_new();
     if (!h)
         return 0;
-    int good = hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL) == 0;
+    int good = hash_part(j, h, off, end, buf) == 0;
     unsigned char md[32];
     char hex[65];
     hfs3_sha256_final(h, md);
@@ -428,7 +439,7 @@ static int hash_in_order(fetch_job *j, char hex[65])
         if (rc)
             goto out;
         uint64_t off = (uint64_t)i * j->chunk, end = range_end(j, i);
-        if ((rc = hfs3_sha256_update_fd(h, j->fd, off, end - off, buf, HASH_BUF, NULL)) < 0) {
+        if ((rc = hash_part(j, h, off, end, buf)) < 0) {
             rc = hfs3_err(rc == -ENODATA ? -EIO : rc, "reading back %s/%s: %s", j->c->p_tmp, j->part,
                           rc == -ENODATA ? "unexpected end of file" : strerror(-rc));
             job_fail(j, rc);
@@ -535,6 +546,7 @@ static int create_temp(fetch_job *j, int sidecar)
     j->fd = hfs3_cache_mktemp(j->c->tmp, j->f->sha256, ".part", j->part, sizeof j->part, j->c->p_tmp);
     if (j->fd < 0)
         return j->fd;
+    j->fresh = 1;
     char stem[200];
     temp_stem(j->part, stem, sizeof stem);
     snprintf(j->done, sizeof j->done, "%s.done", stem);
@@ -878,7 +890,7 @@ out:
     j->fetched = 0;
     j->err = 0;
     j->next = 0;
-    j->instream = j->rechecked = 0;
+    j->instream = j->rechecked = j->fresh = 0;
     /* both are this fetch's own (created O_EXCL, or checked as the user's own): nobody else can rename
      * them in tmp/ (private, or sticky) */
     if (rc < 0 && j->part[0])

@@ -270,14 +270,14 @@ static int only_ours(int fd, uint64_t *size)
     return 1;
 }
 
-int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
-                          uint64_t *done)
+static int sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                            uint64_t *done, int map)
 {
     uint64_t start = off, size;
     int rc = 0;
     /* Our own file is hashed in place in the page cache: pread copies every byte once more, and that copy was
      * the largest cost of `fetch` after the hash itself (perf: 16% of its samples in _copy_to_iter, issue 21) */
-    if (len && only_ours(fd, &size) && off < size) {
+    if (map && len && only_ours(fd, &size) && off < size) {
         uint64_t from = off, end = len == UINT64_MAX || len > size - off ? size : off + len;
         (void)sha256_mapped(h, fd, &off, end); /* what it could not map, pread reads below; past the end, it
                                                 * finds the end of file as before */
@@ -301,6 +301,18 @@ int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len
     if (done)
         *done = off - start;
     return rc;
+}
+
+int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                          uint64_t *done)
+{
+    return sha256_update_fd(h, fd, off, len, buf, n, done, 0);
+}
+
+int hfs3_sha256_update_fd_fresh(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                                uint64_t *done)
+{
+    return sha256_update_fd(h, fd, off, len, buf, n, done, 1);
 }
 
 int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size)

@@ -56,6 +56,13 @@ void hfs3_sha256_hexof(const void *p, size_t n, char out[65]);
  * file ends before len bytes. Sets no message: the caller names the file. */
 int hfs3_sha256_update_fd(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
                           uint64_t *done);
+/* The same for a file this process has just written and no one else can shorten (a fetch's own new .part): read
+ * in place through read-only mappings, with no copy, when it is ours and no one else may write it (else pread).
+ * A mapping turns a page that cannot be read (an I/O error, a hole on a full tmpfs, a file shortened under it)
+ * into SIGBUS where pread gives -EIO, zeros or -ENODATA: a file from before this process (a blob, a dead fetch's
+ * .part) goes through hfs3_sha256_update_fd. */
+int hfs3_sha256_update_fd_fresh(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64_t len, void *buf, size_t n,
+                                uint64_t *done);
 /* Hashes the whole open file fd (from offset 0): 0 with hex and *size (may be NULL) set; -ENOMEM, or -errno of
  * a failed read. Sets no message. */
 int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size);
