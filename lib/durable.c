@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,11 +150,56 @@ static int drop_mismatch(const hfs3_cache *c, int cdir, const char *sha)
  * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open. 0 when settled (moved, already in
  * blobs/, removed), -1 when worth another try at the next flush (it could not be read, the rename failed), 1
  * when it does not match and is pinned (drop_mismatch): then its record stays. */
+/* The detached flush process (one thread, nothing else in it) hashes a promotion's file in place in the page
+ * cache, as a fetch hashes its new .part: pread would copy each byte once more, and the promotion hashes every
+ * chunk-checked GiB a second time. A page that cannot be read (an I/O error, a hole on a full tmpfs) is SIGBUS
+ * on a mapping: here that ends the mapped pass, and pread hashes the file again from its start and says how it
+ * fails. Any other process hashes with pread. */
+static int in_flush_child;
+static sigjmp_buf bus_jump;
+static volatile sig_atomic_t bus_armed;
+
+static void on_bus(int sig)
+{
+    if (bus_armed)
+        siglongjmp(bus_jump, 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int hash_promotion(int fd, char hex[65])
+{
+    if (!in_flush_child)
+        return hfs3_sha256_fd(fd, hex, NULL);
+    hfs3_sha256_ctx *h = hfs3_sha256_new();
+    char *buf = malloc(1 << 20);
+    int rc = -ENOMEM;
+    if (h && buf) {
+        if (sigsetjmp(bus_jump, 1) == 0) {
+            bus_armed = 1;
+            rc = hfs3_sha256_update_fd_fresh(h, fd, 0, UINT64_MAX, buf, 1 << 20, NULL);
+            bus_armed = 0;
+        } else {
+            bus_armed = 0; /* (the window that faulted stays mapped: this process ends soon) */
+            hfs3_sha256_reset(h);
+            rc = hfs3_sha256_update_fd(h, fd, 0, UINT64_MAX, buf, 1 << 20, NULL);
+        }
+    }
+    if (rc == 0) {
+        unsigned char md[32];
+        hfs3_sha256_final(h, md);
+        hfs3_hex(md, 32, hex);
+    }
+    free(buf);
+    hfs3_sha256_free(h);
+    return rc;
+}
+
 static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
 {
     char hex[65];
     struct stat a, b;
-    if (hfs3_sha256_fd(fd, hex, NULL) < 0 || fstat(fd, &a) < 0)
+    if (hash_promotion(fd, hex) < 0 || fstat(fd, &a) < 0)
         return -1;
     if (strcmp(hex, sha) != 0)
         return drop_mismatch(c, cdir, sha);
@@ -298,6 +345,11 @@ void hfs3_flush_spawn(const hfs3_cache *c)
         for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
             close((int)fd);
     }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_bus;
+    sigemptyset(&sa.sa_mask);
+    in_flush_child = sigaction(SIGBUS, &sa, NULL) == 0;
     hfs3_cache *cc = NULL;
     if (hfs3_cache_open(dir, &cc) == 0)
         hfs3_flush_pending(cc);

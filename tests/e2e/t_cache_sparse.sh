@@ -91,4 +91,29 @@ no_crash "a resume of a .part with holes on a full tmpfs"
 [ "$(blob_of "$S/blobs/$sha")" = "$sha" ] || fail "the resumed blob does not hash to its name"
 [ ! -e "$part.part" ] || fail "the .part was not the one resumed"
 ok "A's fetch resumes a .part with holes while B filled the tmpfs: no crash, the blob installed"
+
+# ---- a chunk-checked file with holes in A's cblobs/: the detached flush hashes it for its promotion through
+# a mapping (lib/durable.c); SIGBUS there ends the mapped pass and pread hashes it again, so it is promoted ----
+as "$B" rm -f "$S/tmp/fill.B"
+as "$A" rm -f "$S/blobs/$sha"
+set +e
+as "$A" env HFS3_VERIFY=chunks HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" _get "$R" sparse.bin >"$WORK/out" 2>"$WORK/err"; st=$?
+set -e
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's chunk-checked _get (exit $st)"; }
+cb=$(ls "$S"/mounts/*/cblobs/"$sha")
+rec=$(ls "$S/unflushed/")
+as "$A" cp --sparse=always "$cb" "$cb.sparse"
+as "$A" chmod 0440 "$cb.sparse"
+as "$A" mv -f "$cb.sparse" "$cb"
+holes "$cb"
+fill
+set +e
+as "$A" env HFS3_VERIFY=chunks "$HFS3_BIN" _get "$R" sparse.bin >"$WORK/out" 2>"$WORK/err"; st=$?
+set -e
+no_crash "a _get of a chunk-checked file with holes on a full tmpfs"
+for _ in $(seq 1 300); do [ ! -e "$S/unflushed/$rec" ] && [ -e "$S/blobs/$sha" ] && break; sleep 0.1; done
+[ ! -e "$S/unflushed/$rec" ] && [ -e "$S/blobs/$sha" ] ||
+  fail "the flush did not promote the file with holes (SIGBUS in its mapped hash?): $(ls "$S/unflushed" "$S"/mounts/*/cblobs)"
+[ "$(blob_of "$S/blobs/$sha")" = "$sha" ] || fail "the promoted blob does not hash to its name"
+ok "the flush promotes A's chunk-checked file with holes while B filled the tmpfs: the mapped hash's SIGBUS is caught, pread hashes it"
 echo "all ok"
