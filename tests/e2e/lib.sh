@@ -14,11 +14,13 @@ one_line() { [ "$(wc -l <"$1")" = 1 ] || { cat "$1" >&2; fail "expected one line
 skip_part() { echo "SKIP $1: $2"; }
 skip_test() { echo "SKIP $1: $2"; exit 77; }
 # wait_flushed CACHE: until the detached flush (lib/durable.c) is done there: no record left in unflushed/ and no
-# chunk-checked blob left to promote from a mount's cblobs/ (the record goes before the promotion's rename)
+# chunk-checked blob left to promote from a mount's cblobs/ (the record goes before the promotion's rename).
+# (find, not ls: `ls -A` of two or more cblobs/ prints their names even when all are empty)
 wait_flushed() {
   local c=$1
   for _ in $(seq 1 300); do
-    [ -z "$(ls -A "$c/unflushed" 2>/dev/null)" ] && [ -z "$(ls -A "$c"/mounts/*/cblobs 2>/dev/null)" ] && return 0
+    [ -z "$(ls -A "$c/unflushed" 2>/dev/null)" ] &&
+      [ -z "$(find "$c"/mounts/*/cblobs -mindepth 1 -maxdepth 1 -print -quit 2>/dev/null)" ] && return 0
     sleep 0.1
   done
   fail "the detached flush did not finish in 30 s: $(ls "$c/unflushed" "$c"/mounts/*/cblobs 2>/dev/null | tr '\n' ' ')"

@@ -131,6 +131,8 @@ for i in 0 1 2; do head -c $((3 << 20)) /dev/urandom >"$WORK/q/s$i.safetensors";
 fetch_publish "$WORK/q" s3test:models/q
 BIG=$(blob_of "$WORK/p/big.bin")
 expect_exit 0 "get big.bin" "$HFS3_BIN" _get s3test:models/p big.bin
+# (chunk-checked: in the mount's cblobs/ until the detached flush, which holds its lock meanwhile, moves it)
+wait_flushed "$HFS3_CACHE_DIR"
 touch -d '+1 hour' "$HFS3_CACHE_DIR/locks/$BIG.lock"
 HFS3_CACHE_MAX=10M expect_exit 0 "fetch q (9 MiB) beside big.bin (3 MiB, used last) under 10M" \
   "$HFS3_BIN" fetch s3test:models/q

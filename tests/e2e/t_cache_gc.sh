@@ -37,6 +37,9 @@ touch -d '2001-01-01' "$HFS3_CACHE_DIR/locks/$CFG.lock"
 expect_exit 0 "fetch m1 again" "$HFS3_BIN" fetch s3test:models/m1
 [ "$(stat -c %Y "$HFS3_CACHE_DIR/locks/$CFG.lock")" -gt 1000000000 ] || fail "last use not recorded"
 ok "last use recorded on a cached hit"
+# the detached flush of the first fetch holds each blob's lock while it syncs it: a lock held then makes the
+# eviction below skip that blob as busy
+wait_flushed "$HFS3_CACHE_DIR"
 
 # the budget: 45 MiB holds m1 (40.2 MiB) but not m1 + m2 (30 MiB): the least recently used goes. The
 # safetensors blob is made the oldest and is held open by a reader that reads half before and half after.
@@ -88,7 +91,12 @@ if mkdir "$WORK/small" && mount -t tmpfs -o size=8m tmpfs "$WORK/small" 2>/dev/n
     { cat "$WORK/err"; fail "ENOSPC message"; }
   [ "$(got_bytes "$WORK/px.log" model.safetensors)" = 0 ] || fail "bytes downloaded into a full file system"
   ok "free space: $(grep -o 'the file is.*free' "$WORK/err" | head -1)"
-  umount "$MNT"; MNT=""
+  # the files that did fit were installed recorded: the detached flush still has the file system open until it
+  # has flushed them (and exits right after its last record)
+  wait_flushed "$WORK/small/c"
+  for _ in $(seq 1 50); do umount "$MNT" 2>/dev/null && break; sleep 0.1; done
+  ! mountpoint -q "$MNT" || fail "umount $MNT: $(umount "$MNT" 2>&1)"
+  MNT=""
 else
   ok "SKIP free-space check (no tmpfs mount here)"
 fi
@@ -127,6 +135,7 @@ ok "gc: --unreferenced, --older-than, --max with --dry-run and --json; a busy bl
 
 # verify: a damaged blob is found, kept under --dry-run, removed otherwise
 expect_exit 0 "fetch m1" "$HFS3_BIN" fetch s3test:models/m1
+wait_flushed "$HFS3_CACHE_DIR"   # (cache verify skips a blob whose lock the flush holds as busy)
 chmod u+w "$HFS3_CACHE_DIR/blobs/$CFG"; printf 'X' | dd of="$HFS3_CACHE_DIR/blobs/$CFG" bs=1 seek=3 conv=notrunc 2>/dev/null
 expect_exit 1 "cache verify --dry-run" "$HFS3_BIN" cache verify --dry-run
 grep -q "^bad, would remove: $CFG (s3test:models/m1 config.json): .* hashes to " "$WORK/out" || { cat "$WORK/out"; fail "verify line"; }

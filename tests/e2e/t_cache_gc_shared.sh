@@ -18,6 +18,9 @@ as_user "$HFS3_BIN" _get s3test:models/m1 tokenizer.json || fail "member _get"
 touch -d 2001-01-01 "$HFS3_CACHE_DIR/locks/$cfg.lock"
 as_user "$HFS3_BIN" _get s3test:models/m1 config.json || fail "member _get of root's blob"
 [ "$(stat -c %Y "$HFS3_CACHE_DIR/locks/$cfg.lock")" -gt 978307200 ] || fail "member's use of root's blob not recorded"
+# a chunk-checked _get answers from the mount's cblobs/; the detached flush moves the file into blobs/ later (and
+# holds the blob's lock meanwhile, which a gc counts as busy)
+wait_flushed "$HFS3_CACHE_DIR"
 ok "a member's use of root's blob is recorded on root's lock file"
 
 HFS3_CACHE_MAX=100K expect_exit 1 "member fetch that only root's blob could make room for" \

@@ -51,8 +51,8 @@ blobp() { if [ "$P" = c ]; then echo "$CD/mounts/$(ls "$CD/mounts")/cblobs/$1"; 
 recn() { if [ "$P" = c ]; then echo "$1.m$(ls "$CD/mounts")"; else echo "$1"; fi; }
 # wait_flushed: the detached flush has removed every record
 wait_flushed() {  # (records only: lib.sh's wait_flushed CACHE also waits for every promotion)
-  for _ in $(seq 1 100); do [ -z "$(ls -A "$CD/unflushed" 2>/dev/null)" ] && return 0; sleep 0.1; done
-  fail "records left in unflushed/: $(ls "$CD/unflushed")"
+  for _ in $(seq 1 300); do [ -z "$(ls -A "$CD/unflushed" 2>/dev/null)" ] && return 0; sleep 0.1; done
+  fail "records left in unflushed/ after 30 s: $(ls "$CD/unflushed")"
 }
 
 for P in w c; do

@@ -42,8 +42,8 @@ CD=$HFS3_CACHE_DIR
 H=$WORK/mnt/h L=$WORK/mnt/liar
 export HFS3_MOUNTS="$H=s3test:models/h;$L=s3test:models/liar"
 wait_flushed() {
-  for _ in $(seq 1 100); do [ -z "$(ls -A "$CD/unflushed" 2>/dev/null)" ] && return 0; sleep 0.1; done
-  fail "records left in unflushed/: $(ls "$CD/unflushed")"
+  for _ in $(seq 1 300); do [ -z "$(ls -A "$CD/unflushed" 2>/dev/null)" ] && return 0; sleep 0.1; done
+  fail "records left in unflushed/ after 30 s: $(ls "$CD/unflushed")"
 }
 same() { cmp -s "$1" "$2"; }
 

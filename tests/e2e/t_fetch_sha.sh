@@ -55,7 +55,7 @@ for where in last first; do
   # by default _get checks the chunk digests (right here) into the mount's own cblobs/; the flush, which hashes
   # it whole, never lets it into blobs/
   HFS3_VERIFY=chunks "$HFS3_BIN" _get s3test:models/m model.safetensors 2>/dev/null || fail "$where digit: _get, chunks"
-  for _ in $(seq 1 100); do [ -z "$(ls -A "$HFS3_CACHE_DIR/unflushed")" ] && break; sleep 0.1; done
+  for _ in $(seq 1 300); do [ -z "$(ls -A "$HFS3_CACHE_DIR/unflushed")" ] && break; sleep 0.1; done
   [ -z "$(ls -A "$HFS3_CACHE_DIR/blobs")" ] || fail "$where digit: a chunk-checked blob entered blobs/"
   ok "sha256 differing only in the $where hex digit: refused for a one-GET, a ranged and an empty file"
 done

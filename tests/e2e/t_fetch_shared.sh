@@ -14,6 +14,8 @@ shared_setup
 
 (umask 077; "$HFS3_BIN" _get s3test:models/m1 config.json) || fail "root _get"
 cfg=$(blob_of "$WORK/m/config.json")
+# a chunk-checked _get answers from the mount's cblobs/; the detached flush moves the file into blobs/ later
+wait_flushed "$HFS3_CACHE_DIR"
 [ "$(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")" = 440 ] || fail "shared blob mode $(stat -c %a "$HFS3_CACHE_DIR/blobs/$cfg")"
 for d in . blobs tmp locks fails mounts unflushed "mounts/$(ls "$HFS3_CACHE_DIR/mounts")/tree"; do
   [ "$(stat -c %a "$HFS3_CACHE_DIR/$d")" = 3770 ] || fail "mode of $d: $(stat -c %a "$HFS3_CACHE_DIR/$d")"
@@ -28,6 +30,7 @@ as_user() { setpriv --reuid=65534 --regid=100 --clear-groups env HOME="$WORK/hom
 as_user cat "$HFS3_CACHE_DIR/blobs/$cfg" >/dev/null || fail "the group cannot read root's blob"
 as_user "$HFS3_BIN" _get s3test:models/m1 tokenizer.json || fail "uid 65534 _get"
 tok=$(blob_of "$WORK/m/tokenizer.json")
+wait_flushed "$HFS3_CACHE_DIR"
 cmp -s "$HFS3_CACHE_DIR/blobs/$tok" "$WORK/m/tokenizer.json" || fail "blob of uid 65534"
 [ "$(stat -c '%u %g %a' "$HFS3_CACHE_DIR/blobs/$tok")" = "65534 100 440" ] || fail "owner/mode $(stat -c '%u %g %a' "$HFS3_CACHE_DIR/blobs/$tok")"
 idx=$HFS3_CACHE_DIR/mounts/$(ls "$HFS3_CACHE_DIR/mounts")/index
