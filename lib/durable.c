@@ -92,6 +92,26 @@ static void drop_record(const hfs3_cache *c, const char *name)
         hfs3_debug("%s/%s: %s", c->p_unflushed, name, strerror(errno));
 }
 
+/* A full disk has no block for a new record (a temp file and a rename), but the old boot's record has one: this
+ * boot's id written over it in place, where it is this user's own plain "<id>\n" (a torn write reads as another
+ * boot: one more hash after a crash). 0, or -1 where it is left as it is. */
+static int remark_in_place(const hfs3_cache *c, const char *name)
+{
+    char id[37];
+    if (hfs3_boot_id(id) < 0)
+        return -1;
+    int fd = openat(c->unflushed, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int rc = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == c->uid &&
+        st.st_size == 37 && pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
+        rc = 0;
+    close(fd);
+    return rc;
+}
+
 int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd)
 {
     if (fdatasync(fd) < 0 || fsync(dir) < 0)
@@ -101,8 +121,9 @@ int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd
     if (is_chunked(name)) {
         char saved[1024];
         snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
-        if (hfs3_unflushed_mark(c, name) < 0)
-            hfs3_debug("%s", hfs3_errmsg()); /* the old boot's record stays: one more chunk check, no harm */
+        /* the old boot's record left as it is would make the shim take the copy as missing: an EIO offline */
+        if (hfs3_unflushed_mark(c, name) < 0 && remark_in_place(c, name) < 0)
+            hfs3_debug("%s", hfs3_errmsg()); /* the old boot's record stays: one more chunk check */
         hfs3_err(0, "%s", saved);
         return 0;
     }
