@@ -109,17 +109,20 @@ static int copy_exists(const struct blob_find *f)
     return sh_exists(f->blob);
 }
 
-static int blob_there(const void *arg)
-{
-    return find_blob(arg);
-}
-
 /* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
 static int blob_foreign(const char *path)
 {
     struct stat st;
     uid_t me = geteuid();
     return sh_verify_foreign && sh_r.lstat(path, &st) == 0 && st.st_uid != me && st.st_uid != 0;
+}
+
+/* Done waiting: a usable copy is there, and (HFS3_VERIFY_FOREIGN=1) it is not another user's, which a member could
+ * have planted while holding the lock we waited for: that one is _get's to hash first */
+static int blob_there(const void *arg)
+{
+    const struct blob_find *f = arg;
+    return find_blob(f) && !blob_foreign(f->blob);
 }
 
 /* The fails/<sha>.err that was there before this fetch (its inode and time): never this fetch's reason. */
@@ -222,6 +225,9 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         return -EIO;
     }
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
+    /* another user's blob that turned up while the helper ran (HFS3_VERIFY_FOREIGN=1): used on its verdict only */
+    if (!foreign && find_blob(&bf) && blob_foreign(blob))
+        foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))
         rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
     if (!(foreign && rc) && find_blob(&bf)) {

@@ -687,5 +687,35 @@ for i in 1 2 3 4 5; do
 done
 touch "$WORK/stop"; wait "$shrinker" || true
 ok "B shrinks its blob while A's cache verify hashes it, 5 times: no crash (exit $st: $(head -c 120 "$WORK/err"))"
+# ---- B holds the flock of a missing blob's lock file, plants a forged blob (right size) under its name and lets
+# go: A's shim, waiting for that lock with HFS3_VERIFY_FOREIGN=1, must not take B's blob for done without _get's
+# hash (shim/open.c blob_there) ----
+new_shared lockrace
+size=$(stat -c %s "$WORK/m/config.json")
+rm -f "$S/locked.B"
+as "$B" python3 - "$S" "$cfg" "$size" "$S/locked.B" <<'PY' &
+import fcntl, os, sys, time
+s, cfg, size, sig = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+os.makedirs(s + "/locks", exist_ok=True)
+fd = os.open(s + "/locks/" + cfg + ".lock", os.O_RDWR | os.O_CREAT, 0o640)
+os.fchmod(fd, 0o640)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sig, "w").close()
+time.sleep(2)
+b = os.open(s + "/blobs/" + cfg, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o440)
+os.write(b, b"x" * size)
+os.fchmod(b, 0o440)
+os.close(b)
+fcntl.flock(fd, fcntl.LOCK_UN)
+PY
+holder=$!
+for _ in $(seq 1 100); do [ -e "$S/locked.B" ] && break; sleep 0.05; done
+[ -e "$S/locked.B" ] || fail "lock race: B never took the lock"
+shimA env HFS3_VERIFY_FOREIGN=1 cat /models/m1/config.json
+wait "$holder" || fail "lock race: B's planter failed"
+[ "$(stat -c %u "$S/blobs/$cfg")" = "$B" ] || fail "lock race: test setup: the blob is not B's"
+[ "$(head -c 3 "$WORK/shim.out")" != xxx ] || { cat "$WORK/shim.err" >&2; fail "lock race: A read B's forged blob (HFS3_VERIFY_FOREIGN=1)"; }
+[ "$st" != 0 ] || cmp -s "$WORK/shim.out" "$WORK/m/config.json" || fail "lock race: A read other bytes"
+ok "B plants a forged blob while holding the lock A waits for: not read under HFS3_VERIFY_FOREIGN=1 (exit $st: $(head -c 120 "$WORK/shim.err"))"
 victim_ok "issue 23"
 echo "all ok"
