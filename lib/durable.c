@@ -166,11 +166,6 @@ static int drop_mismatch(const hfs3_cache *c, int cdir, const char *sha)
     return 0;
 }
 
-/* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
- * that sha256 may use it (and gc counts it); an open about to read it from cblobs/ finds it gone and looks
- * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open. 0 when settled (moved, already in
- * blobs/, removed), -1 when worth another try at the next flush (it could not be read, the rename failed), 1
- * when it does not match and is pinned (drop_mismatch): then its record stays. */
 /* The detached flush process (one thread, nothing else in it) hashes a promotion's file in place in the page
  * cache, as a fetch hashes its new .part: pread would copy each byte once more, and the promotion hashes every
  * chunk-checked GiB a second time. A page that cannot be read (an I/O error, a hole on a full tmpfs) is SIGBUS
@@ -192,30 +187,23 @@ static int hash_promotion(int fd, char hex[65])
 {
     if (!in_flush_child)
         return hfs3_sha256_fd(fd, hex, NULL);
-    hfs3_sha256_ctx *h = hfs3_sha256_new();
-    char *buf = malloc(1 << 20);
-    int rc = -ENOMEM;
-    if (h && buf) {
-        if (sigsetjmp(bus_jump, 1) == 0) {
-            bus_armed = 1;
-            rc = hfs3_sha256_update_fd_fresh(h, fd, 0, UINT64_MAX, buf, 1 << 20, NULL);
-            bus_armed = 0;
-        } else {
-            bus_armed = 0; /* (the window that faulted stays mapped: this process ends soon) */
-            hfs3_sha256_reset(h);
-            rc = hfs3_sha256_update_fd(h, fd, 0, UINT64_MAX, buf, 1 << 20, NULL);
-        }
+    int rc;
+    if (sigsetjmp(bus_jump, 1) == 0) {
+        bus_armed = 1;
+        rc = hfs3_sha256_fd_fresh(fd, hex, NULL);
+        bus_armed = 0;
+        return rc;
     }
-    if (rc == 0) {
-        unsigned char md[32];
-        hfs3_sha256_final(h, md);
-        hfs3_hex(md, 32, hex);
-    }
-    free(buf);
-    hfs3_sha256_free(h);
-    return rc;
+    /* (what the mapped pass held, its window and buffer, stays: this process ends soon) */
+    bus_armed = 0;
+    return hfs3_sha256_fd(fd, hex, NULL);
 }
 
+/* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
+ * that sha256 may use it (and gc counts it); an open about to read it from cblobs/ finds it gone and looks
+ * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open. 0 when settled (moved, already in
+ * blobs/, removed), -1 when worth another try at the next flush (it could not be read, the rename failed), 1
+ * when it does not match and is pinned (drop_mismatch): then its record stays. */
 static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
 {
     char hex[65];

@@ -315,13 +315,13 @@ int hfs3_sha256_update_fd_fresh(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64
     return sha256_update_fd(h, fd, off, len, buf, n, done, 1);
 }
 
-int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size)
+static int sha256_fd(int fd, char hex[65], uint64_t *size, int map)
 {
     enum { CHUNK = 1 << 20 };
     hfs3_sha256_ctx *h = hfs3_sha256_new();
     unsigned char *buf = malloc(CHUNK);
     int rc = -ENOMEM;
-    if (h && buf && (rc = hfs3_sha256_update_fd(h, fd, 0, UINT64_MAX, buf, CHUNK, size)) == 0) {
+    if (h && buf && (rc = sha256_update_fd(h, fd, 0, UINT64_MAX, buf, CHUNK, size, map)) == 0) {
         unsigned char md[32];
         hfs3_sha256_final(h, md);
         hfs3_hex(md, 32, hex);
@@ -331,6 +331,10 @@ int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size)
         hfs3_sha256_free(h);
     return rc;
 }
+
+int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size) { return sha256_fd(fd, hex, size, 0); }
+
+int hfs3_sha256_fd_fresh(int fd, char hex[65], uint64_t *size) { return sha256_fd(fd, hex, size, 1); }
 
 int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size)
 {

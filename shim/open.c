@@ -226,11 +226,12 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     }
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
     /* another user's blob that turned up while the helper ran (HFS3_VERIFY_FOREIGN=1): used on its verdict only */
-    if (!foreign && find_blob(&bf) && blob_foreign(blob))
+    int have = find_blob(&bf);
+    if (!foreign && have && blob_foreign(blob))
         foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))
         rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
-    if (!(foreign && rc) && find_blob(&bf)) {
+    if (!(foreign && rc) && have) {
         struct timespec s1;
         clock_gettime(CLOCK_MONOTONIC, &s1);
         sh_log(2, "%s: fetched in %.1f s", label,

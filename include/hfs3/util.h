@@ -66,6 +66,8 @@ int hfs3_sha256_update_fd_fresh(hfs3_sha256_ctx *h, int fd, uint64_t off, uint64
 /* Hashes the whole open file fd (from offset 0): 0 with hex and *size (may be NULL) set; -ENOMEM, or -errno of
  * a failed read. Sets no message. */
 int hfs3_sha256_fd(int fd, char hex[65], uint64_t *size);
+/* The same through mappings, for a file no one else can shorten (hfs3_sha256_update_fd_fresh's rule). */
+int hfs3_sha256_fd_fresh(int fd, char hex[65], uint64_t *size);
 /* Hashes a whole local file; on success hex holds 64 hex digits and *size the bytes read. */
 int hfs3_sha256_file(const char *path, char hex[65], uint64_t *size);
 
