@@ -36,7 +36,7 @@ static const struct {
     {"HFS3_CACHE_DIR", "hs", "the cache (default $XDG_CACHE_HOME/hfs3, else ~/.cache/hfs3)"},
     {"HFS3_CACHE_MAX", "h", "the cache's budget: bytes with K/M/G/T, or a % of its file system"},
     {"HFS3_OFFLINE", "hs", "1: never touch the network, use only what is cached"},
-    {"HFS3_CONNECTIONS", "h", "parallel ranged GETs per file, 1 to 64 (default 8)"},
+    {"HFS3_CONNECTIONS", "h", "ranged GETs per file, 1-64 (default auto: from 2, doubled while it helps)"},
     {"HFS3_VERIFY_FOREIGN", "hs", "1: re-hash blobs other users wrote into a shared cache"},
     {"HFS3_RETRIES", "h", "retries of one HTTP request, with backoff (default 5; 0: none)"},
     {"HFS3_LOW_SPEED_TIME", "h", "seconds under the low-speed limit before a transfer resumes (default 30)"},

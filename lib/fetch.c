@@ -40,15 +40,77 @@ enum { CH_TODO = 0, CH_BUSY = 1, CH_DONE = 2 };
 int hfs3_fetch_connections(void)
 {
     const char *v = getenv("HFS3_CONNECTIONS");
-    if (v && *v) {
+    if (v && *v && strcmp(v, "auto") != 0) {
         char *end;
         long n = strtol(v, &end, 10);
         if (*end == 0 && n >= 1 && n <= HFS3_FETCH_MAX_CONNECTIONS)
             return (int)n;
-        hfs3_warn("HFS3_CONNECTIONS=%s is not a number from 1 to %d; using %d", v, HFS3_FETCH_MAX_CONNECTIONS,
-                  HFS3_FETCH_DEFAULT_CONNECTIONS);
+        hfs3_warn("HFS3_CONNECTIONS=%s is neither auto nor a number from 1 to %d; using auto", v,
+                  HFS3_FETCH_MAX_CONNECTIONS);
     }
-    return HFS3_FETCH_DEFAULT_CONNECTIONS;
+    return 0;
+}
+
+void hfs3_fetch_tune_init(hfs3_fetch_tune *t, int max)
+{
+    memset(t, 0, sizeof *t);
+    t->max = max < 1 ? 1 : max;
+    t->level = HFS3_FETCH_TUNE_START < t->max ? HFS3_FETCH_TUNE_START : t->max;
+}
+
+int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
+{
+    if (t->settled)
+        return t->level;
+    if (!t->started) {
+        t->started = 1;
+        t->t0 = now;
+        t->b0 = bytes;
+        return t->level;
+    }
+    double secs = now - t->t0;
+    uint64_t got = bytes - t->b0;
+    if (secs * 1000 < HFS3_FETCH_TUNE_WINDOW_MS || got < (uint64_t)t->level * HFS3_FETCH_TUNE_BYTES)
+        return t->level;
+    double rate = (double)got / secs;
+    if (t->prev_rate > 0 && rate < t->prev_rate * HFS3_FETCH_TUNE_GAIN) {
+        hfs3_debug("connections per file: %d (%.0f MB/s; %d gave %.0f MB/s)", t->prev_level, t->prev_rate / 1e6,
+                   t->level, rate / 1e6);
+        t->level = t->prev_level;
+        t->settled = 1;
+        return t->level;
+    }
+    if (t->level >= t->max) {
+        hfs3_debug("connections per file: %d, the most (%.0f MB/s)", t->level, rate / 1e6);
+        t->settled = 1;
+        return t->level;
+    }
+    t->prev_rate = rate;
+    t->prev_level = t->level;
+    t->level = t->level * 2 < t->max ? t->level * 2 : t->max;
+    t->t0 = now;
+    t->b0 = bytes;
+    hfs3_debug("connections per file: %d -> %d (%.0f MB/s)", t->prev_level, t->level, rate / 1e6);
+    return t->level;
+}
+
+/* This process's tuner (one remote per process in practice: fetch, _get, _prefetch), and every byte it has
+ * received, all files together (two files download at once where one's tail overlaps the next one's start). */
+static pthread_mutex_t tune_mu = PTHREAD_MUTEX_INITIALIZER;
+static hfs3_fetch_tune tune;
+static uint64_t tune_bytes;
+
+static int tune_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    pthread_mutex_lock(&tune_mu);
+    if (!tune.max)
+        hfs3_fetch_tune_init(&tune, HFS3_FETCH_MAX_CONNECTIONS);
+    int level = hfs3_fetch_tune_step(&tune, __atomic_load_n(&tune_bytes, __ATOMIC_RELAXED),
+                                     (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+    pthread_mutex_unlock(&tune_mu);
+    return level;
 }
 
 void hfs3_fetch_plan(uint64_t size, int conns, uint64_t chunk_hint, uint64_t *chunk, uint32_t *nchunks,
@@ -143,6 +205,12 @@ typedef struct fetch_job {
     const char *cpath;    /* its path, for messages */
     char rec[96];         /* direct: its name in unflushed/, "<sha256>.m<key>" */
     uint32_t ndone;       /* ranges in the .part (CH_DONE) */
+    int tuned;            /* no count asked for: the workers follow tune_now() */
+    int limit;            /* workers wanted now; one beyond it leaves after its range */
+    int active;           /* workers started and not left */
+    int closed;           /* being joined: no worker starts another */
+    int nstarted;         /* in tids */
+    pthread_t tids[HFS3_FETCH_MAX_CONNECTIONS];
     char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
 
@@ -274,6 +342,8 @@ static int chunk_write(void *ud, const void *data, size_t n)
         return rc;
     }
     s->off += n;
+    if (j->tuned)
+        __atomic_add_fetch(&tune_bytes, n, __ATOMIC_RELAXED);
     pthread_mutex_lock(&j->mu);
     j->fetched += n;
     if (j->o->progress)
@@ -358,6 +428,35 @@ static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf
     }
 }
 
+static void *worker(void *arg);
+
+/* Starts workers until n are active (j->mu held). Stops at the first thread that cannot be made: the ones that
+ * run still finish the file. 0 or the pthread_create error. */
+static int grow_locked(fetch_job *j, int n)
+{
+    while (j->active < n && j->nstarted < HFS3_FETCH_MAX_CONNECTIONS && !j->closed) {
+        int e = pthread_create(&j->tids[j->nstarted], NULL, worker, j);
+        if (e)
+            return e;
+        j->nstarted++;
+        j->active++;
+    }
+    return 0;
+}
+
+/* A range just landed (j->mu held): with no count asked for, the workers follow the tuner. Never more than the
+ * ranges left to start. */
+static void follow_tune_locked(fetch_job *j)
+{
+    int want = tune_now();
+    uint32_t left = j->nchunks > j->next ? j->nchunks - j->next : 0;
+    if ((uint32_t)want > (uint32_t)j->active + left)
+        want = j->active + (int)left;
+    j->limit = want;
+    if (want > j->active)
+        (void)grow_locked(j, want);
+}
+
 static void *worker(void *arg)
 {
     fetch_job *j = arg;
@@ -365,6 +464,9 @@ static void *worker(void *arg)
     int rc = hfs3_s3_new(j->r, NULL, &s3);
     if (rc < 0) {
         job_fail(j, rc);
+        pthread_mutex_lock(&j->mu);
+        j->active--;
+        pthread_mutex_unlock(&j->mu);
         return NULL;
     }
     char *wbuf = malloc(WRITE_BUF); /* NULL: unbuffered, slower, still right */
@@ -372,7 +474,9 @@ static void *worker(void *arg)
         pthread_mutex_lock(&j->mu);
         while (j->next < j->nchunks && j->state[j->next] != CH_TODO)
             j->next++;
-        if (j->err || j->next >= j->nchunks) {
+        /* fewer connections wanted (the tuner settled lower): this one leaves */
+        if (j->err || j->next >= j->nchunks || j->active > j->limit) {
+            j->active--;
             pthread_mutex_unlock(&j->mu);
             break;
         }
@@ -394,6 +498,8 @@ static void *worker(void *arg)
         j->state[i] = CH_DONE;
         int all = ++j->ndone == j->nchunks;
         pthread_cond_broadcast(&j->cv);
+        if (j->tuned && !all)
+            follow_tune_locked(j);
         pthread_mutex_unlock(&j->mu);
         if (all && j->o->downloaded)
             j->o->downloaded(j->o->downloaded_ud);
@@ -733,17 +839,27 @@ static int recheck_chunks(fetch_job *j)
     return bad;
 }
 
-static int start_workers(fetch_job *j, pthread_t *tids, int n, int *started)
+static int start_workers(fetch_job *j, int n)
 {
-    for (*started = 0; *started < n; (*started)++) {
-        int e = pthread_create(&tids[*started], NULL, worker, j);
-        if (e) {
-            if (*started == 0)
-                return hfs3_err(-e, "pthread_create: %s", strerror(e));
-            break; /* fewer connections still finish the file */
-        }
-    }
-    return 0;
+    pthread_mutex_lock(&j->mu);
+    j->closed = 0;
+    j->limit = n;
+    int e = grow_locked(j, n);
+    int none = n > 0 && j->nstarted == 0;
+    pthread_mutex_unlock(&j->mu);
+    return none ? hfs3_err(-(e ? e : EAGAIN), "pthread_create: %s", strerror(e ? e : EAGAIN)) : 0;
+}
+
+/* Waits for every worker; none starts another meanwhile. */
+static void join_workers(fetch_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->closed = 1;
+    int n = j->nstarted;
+    pthread_mutex_unlock(&j->mu);
+    for (int t = 0; t < n; t++)
+        pthread_join(j->tids[t], NULL);
+    j->nstarted = j->active = 0;
 }
 
 /* One attempt under the lock. allow_resume: use a dead fetch's temp file. *resumed_out: chunks reused. */
@@ -751,8 +867,6 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
 {
     int rc = 0;
     int resumed = 0;
-    pthread_t *tids = NULL;
-    int started = 0;
     j->state = calloc(j->nchunks ? j->nchunks : 1, 1);
     if (!j->state)
         return hfs3_err(-ENOMEM, "out of memory");
@@ -810,23 +924,18 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     for (uint32_t i = 0; i < j->nchunks; i++)
         j->ndone += j->state[i] == CH_DONE;
     int todo = (int)j->nchunks - resumed;
+    if (j->tuned)
+        nthreads = tune_now();
     if (nthreads > todo)
         nthreads = todo;
-    tids = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *tids);
-    if (!tids) {
-        rc = hfs3_err(-ENOMEM, "out of memory");
-        goto out;
-    }
     if (j->direct)
         j->instream = 1;
-    if ((rc = start_workers(j, tids, nthreads, &started)) < 0)
+    if ((rc = start_workers(j, nthreads)) < 0)
         goto out;
     if (j->direct) {
         /* every chunk was checked against its digest as it arrived: nothing is read back */
         rc = wait_all(j);
-        for (int t = 0; t < started; t++)
-            pthread_join(tids[t], NULL);
-        started = 0;
+        join_workers(j);
         if (rc) {
             hfs3_err(rc, "%s", j->errmsg);
             goto out;
@@ -843,9 +952,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
      * checked as it arrives, and the whole file hashed again. */
     for (;;) {
         rc = hash_in_order(j, hex);
-        for (int t = 0; t < started; t++)
-            pthread_join(tids[t], NULL);
-        started = 0;
+        join_workers(j);
         if (rc) {
             hfs3_err(rc, "%s", j->errmsg);
             goto out;
@@ -861,7 +968,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
             break;
         j->instream = j->rechecked = 1;
         j->next = 0;
-        if ((rc = start_workers(j, tids, bad < nthreads ? bad : nthreads, &started)) < 0)
+        if ((rc = start_workers(j, bad < nthreads ? bad : nthreads)) < 0)
             goto out;
     }
     if (strcmp(hex, j->f->sha256) != 0) {
@@ -875,9 +982,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     if (rc == 1)
         rc = blob_check(j->c, j->f, 1, &shared) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
 out:
-    for (int t = 0; t < started; t++)
-        pthread_join(tids[t], NULL);
-    free(tids);
+    join_workers(j);
     if (j->fd >= 0)
         close(j->fd);
     j->fd = -1;
@@ -996,6 +1101,10 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
                        .direct = at2 != NULL, .cdir = mine.dir, .cpath = cpath};
         snprintf(j.rec, sizeof j.rec, "%s", rec);
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
+        /* no count asked for: the tuner decides how many connections run; ranges as planned for the default */
+        j.tuned = conns == 0;
+        if (j.tuned)
+            conns = HFS3_FETCH_DEFAULT_CONNECTIONS;
         int nthreads;
         if (f->chunks && !digests) {
             rc = hfs3_err(-EINVAL, "chunk digests do not match the size");

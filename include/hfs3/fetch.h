@@ -96,8 +96,37 @@ int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path);
  * -EINVAL when the digests do not fit the size, -ENOMEM, or -errno of a failed read. */
 int hfs3_fetch_check_chunks(int fd, uint64_t size, uint64_t chunk_size, const char *chunks, uint32_t *bad);
 
-/* The connection count the environment asks for: HFS3_CONNECTIONS (1..HFS3_FETCH_MAX_CONNECTIONS) or
- * the default. */
+/* The connection count the environment asks for: HFS3_CONNECTIONS (1..HFS3_FETCH_MAX_CONNECTIONS), or 0 when
+ * it is unset or "auto": then the connections per file follow the rate (hfs3_fetch_tune). */
 int hfs3_fetch_connections(void);
+
+/* Connections per file when none is asked for. Each connection costs the client CPU (its receive path, its
+ * thread), which a fast link (a LAN server, loopback) does not need and a 2-core host cannot spare; against S3
+ * each carries only a slice of a fast NIC. So the count starts low and doubles while the rate this process
+ * receives grows by HFS3_FETCH_TUNE_GAIN per doubling; at the first doubling that does not, it settles on the
+ * count before it (the cheaper one) for the rest of the process. A step is measured over at least
+ * HFS3_FETCH_TUNE_WINDOW_MS and HFS3_FETCH_TUNE_BYTES per connection. */
+#define HFS3_FETCH_TUNE_START 2
+#define HFS3_FETCH_TUNE_GAIN 1.2
+#define HFS3_FETCH_TUNE_WINDOW_MS 200
+#define HFS3_FETCH_TUNE_BYTES (8u << 20)
+typedef struct hfs3_fetch_tune {
+    int level;        /* connections per file now */
+    int max;          /* the most it may reach */
+    int settled;
+    int prev_level;   /* the level before the last doubling, and the rate measured at it (0: none yet) */
+    double prev_rate;
+    double t0;        /* this level's window: its start (seconds) and the bytes received by then */
+    uint64_t b0;
+    int started;
+} hfs3_fetch_tune;
+
+/* Starts a tuner at HFS3_FETCH_TUNE_START connections (at most max). */
+void hfs3_fetch_tune_init(hfs3_fetch_tune *t, int max);
+
+/* One look at the rate: bytes is every byte this process has received so far, now a monotonic clock in
+ * seconds. Closes the level's window when it is long enough and moves to the next level or settles. Returns the
+ * level to use from now on. Pure (no clock, no lock): the caller serializes calls. */
+int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now);
 
 #endif

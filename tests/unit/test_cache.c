@@ -282,14 +282,14 @@ static void test_done_sidecar(void)
 static void test_connections_env(void)
 {
     unsetenv("HFS3_CONNECTIONS");
-    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    CHECK_EQ_INT(hfs3_fetch_connections(), 0); /* auto: the tuner decides */
     setenv("HFS3_CONNECTIONS", "3", 1);
     CHECK_EQ_INT(hfs3_fetch_connections(), 3);
     setenv("HFS3_LOG", "error", 1);
     setenv("HFS3_CONNECTIONS", "0", 1);
-    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    CHECK_EQ_INT(hfs3_fetch_connections(), 0);
     setenv("HFS3_CONNECTIONS", "4x", 1);
-    CHECK_EQ_INT(hfs3_fetch_connections(), HFS3_FETCH_DEFAULT_CONNECTIONS);
+    CHECK_EQ_INT(hfs3_fetch_connections(), 0);
     unsetenv("HFS3_CONNECTIONS");
 }
 

@@ -97,7 +97,8 @@ static void connections(void)
     static const struct {
         const char *v;
         int want;
-    } cases[] = {{NULL, 8}, {"", 8}, {"1", 1}, {"4", 4}, {"64", 64}, {"0", 8}, {"65", 8}, {"-3", 8}, {"4x", 8}, {"x", 8}};
+    } cases[] = {{NULL, 0}, {"", 0}, {"auto", 0}, {"1", 1}, {"4", 4}, {"64", 64}, {"0", 0}, {"65", 0}, {"-3", 0},
+                 {"4x", 0}, {"x", 0}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (cases[i].v)
             setenv("HFS3_CONNECTIONS", cases[i].v, 1);
@@ -106,6 +107,55 @@ static void connections(void)
         CHECK_EQ_INT(hfs3_fetch_connections(), cases[i].want);
     }
     unsetenv("HFS3_CONNECTIONS");
+}
+
+/* The tuner of the connections per file: doubles while the rate grows by the gain, settles one step back at the
+ * first doubling that does not, never past max, and never judges a window shorter than its time and bytes. */
+static void tune(void)
+{
+    const uint64_t M = 1u << 20, W = HFS3_FETCH_TUNE_BYTES;
+    const double T = HFS3_FETCH_TUNE_WINDOW_MS / 1000.0;
+    hfs3_fetch_tune t;
+    hfs3_fetch_tune_init(&t, 64);
+    CHECK_EQ_INT(t.level, HFS3_FETCH_TUNE_START);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 5 * M, 10.0), 2); /* opens the first window */
+    /* too short in time, then too few bytes: no verdict */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 5 * M + 4 * W, 10.0 + T / 2), 2);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 5 * M + 2 * W - 1, 10.0 + 1.5 * T), 2);
+    /* 2 connections: 2 W in 2 T; then 4 of them twice the rate: 8 */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 5 * M + 2 * W, 10.0 + 2 * T), 4);
+    uint64_t b = 5 * M + 2 * W;
+    double now = 10.0 + 2 * T;
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 4 * W, now + 2 * T), 8);
+    b += 4 * W;
+    now += 2 * T;
+    /* 8 gives 1.1x what 4 gave: back to 4, for good */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 8 * W, now + 8 * W * 2 * T / (4 * W) / 1.1), 4);
+    CHECK(t.settled);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 100 * W, now + 100), 4);
+    /* just at the gain: kept */
+    hfs3_fetch_tune_init(&t, 64);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W + 4 * W, 1.0 + 4.0 / 2.41), 8);
+    /* slower with more: back */
+    hfs3_fetch_tune_init(&t, 64);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 6 * W, 3.0), 2);
+    CHECK(t.settled);
+    /* the ceiling: 2 -> 3, and at 3 no further step */
+    hfs3_fetch_tune_init(&t, 3);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 3);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W + 3 * W, 1.5), 3);
+    CHECK(t.settled);
+    /* one connection at most: one */
+    hfs3_fetch_tune_init(&t, 1);
+    CHECK_EQ_INT(t.level, 1);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 5.0), 1);
+    CHECK(t.settled);
 }
 
 /* A temp file holding data[0..n), open read-write, already unlinked. */
@@ -183,6 +233,7 @@ int main(void)
     TEST(plans);
     TEST(sidecar);
     TEST(connections);
+    TEST(tune);
     TEST(chunk_check);
     return t_done("test_fetch");
 }

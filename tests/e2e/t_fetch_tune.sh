@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# t_fetch_tune.sh - the connections per file follow the rate when HFS3_CONNECTIONS is unset (lib/fetch.c,
+# hfs3_fetch_tune): behind a proxy that paces each response, as S3 paces each request, the count doubles from 2
+# while each doubling raises the rate (at least to 8: the proxy sees that many connections); HFS3_CONNECTIONS=3 is
+# exactly 3, with no tuning; straight to the local server it is tuned too and the blob is right.
+set -euo pipefail
+source "$HFS3_ROOT/scripts/s3env.sh"
+source "$HFS3_ROOT/tests/e2e/lib.sh"
+source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+cleanup() { stop_proxies; s3env_stop; }
+s3env_start "$WORK"; trap cleanup EXIT
+mkdir -p "$WORK/m"
+head -c $((160 << 20)) /dev/urandom >"$WORK/m/model.safetensors"
+fetch_publish "$WORK/m" s3test:models/t
+want=$(blob_of "$WORK/m/model.safetensors")
+start_proxy paced $((10 << 20))   # each response at most 10 MiB/s: one connection carries a slice of the link
+start_proxy quick $((40 << 20))
+unset HFS3_CONNECTIONS
+
+# distinct client connections that sent GETs of the model, from a proxy log
+conns() { awk '$2 == "GET" && index($3, "model.safetensors") { for (i = 4; i <= NF; i++) if ($i ~ /^conn=/) print $i }' "$1" | sort -u | wc -l; }
+
+# paced: 2 -> 4 -> 8 at least, and the proxy saw as many connections
+HFS3_LOG=debug HFS3_CACHE_DIR=$WORK/c1 "$HFS3_BIN" fetch paced:models/t >"$WORK/out1" 2>"$WORK/err1" ||
+  { cat "$WORK/err1"; fail "fetch through the paced proxy"; }
+grep -q "connections per file: 2 -> 4 " "$WORK/err1" || { grep connections "$WORK/err1"; fail "did not go from 2 to 4 connections though 4 carry twice what 2 do"; }
+grep -q "connections per file: 4 -> 8 " "$WORK/err1" || { grep connections "$WORK/err1"; fail "did not go from 4 to 8 connections though 8 carry twice what 4 do"; }
+n=$(conns "$WORK/paced.log")
+[ "$n" -ge 8 ] || fail "the proxy saw $n connections, want 8 or more"
+[ "$(blob_of "$WORK/c1/blobs/$want")" = "$want" ] || fail "blob differs"
+ok "paced at 10 MiB/s per response: $(grep -o 'connections per file: .*' "$WORK/err1" | tr '\n' ';') $n connections seen"
+
+# HFS3_CONNECTIONS=3: exactly 3, nothing tuned
+HFS3_CONNECTIONS=3 HFS3_LOG=debug HFS3_CACHE_DIR=$WORK/c2 "$HFS3_BIN" fetch quick:models/t >"$WORK/out2" 2>"$WORK/err2" ||
+  { cat "$WORK/err2"; fail "fetch with HFS3_CONNECTIONS=3"; }
+! grep -q "connections per file" "$WORK/err2" || fail "HFS3_CONNECTIONS=3 was tuned: $(grep connections "$WORK/err2")"
+n=$(conns "$WORK/quick.log")
+[ "$n" -eq 3 ] || fail "HFS3_CONNECTIONS=3 made $n connections"
+ok "HFS3_CONNECTIONS=3: 3 connections, no tuning"
+
+# straight to the server: tuned (to where depends on the machine), the blob is right
+HFS3_LOG=debug HFS3_CACHE_DIR=$WORK/c3 "$HFS3_BIN" fetch s3test:models/t >"$WORK/out3" 2>"$WORK/err3" ||
+  { cat "$WORK/err3"; fail "fetch from the server"; }
+grep -q "connections per file: " "$WORK/err3" || fail "no count tuned on 160 MiB from loopback"
+[ "$(blob_of "$WORK/c3/blobs/$want")" = "$want" ] || fail "blob differs"
+ok "loopback: $(grep -o 'connections per file: .*' "$WORK/err3" | tr '\n' ';')"
