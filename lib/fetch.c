@@ -94,6 +94,17 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
     return t->level;
 }
 
+int hfs3_fetch_tune_refused(hfs3_fetch_tune *t)
+{
+    if (!t->settled) {
+        if (t->prev_level > 0)
+            t->level = t->prev_level;
+        t->settled = 1;
+        hfs3_debug("connections per file: %d (the server refused one more)", t->level);
+    }
+    return t->level;
+}
+
 /* This process's tuner (one remote per process in practice: fetch, _get, _prefetch), and every byte it has
  * received, all files together (two files download at once where one's tail overlaps the next one's start). */
 static pthread_mutex_t tune_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -109,6 +120,16 @@ static int tune_now(void)
         hfs3_fetch_tune_init(&tune, HFS3_FETCH_MAX_CONNECTIONS);
     int level = hfs3_fetch_tune_step(&tune, __atomic_load_n(&tune_bytes, __ATOMIC_RELAXED),
                                      (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+    pthread_mutex_unlock(&tune_mu);
+    return level;
+}
+
+static int tune_refused(void)
+{
+    pthread_mutex_lock(&tune_mu);
+    if (!tune.max)
+        hfs3_fetch_tune_init(&tune, HFS3_FETCH_MAX_CONNECTIONS);
+    int level = hfs3_fetch_tune_refused(&tune);
     pthread_mutex_unlock(&tune_mu);
     return level;
 }
@@ -210,6 +231,7 @@ typedef struct fetch_job {
     int active;           /* workers started and not left */
     int closed;           /* being joined: no worker starts another */
     int nstarted;         /* in tids */
+    int cap;              /* tuned: the most workers from now on (the server refused one beyond them) */
     pthread_t tids[HFS3_FETCH_MAX_CONNECTIONS];
     char got[65];         /* the whole-file sha256 of the last attempt that did not match */
 } fetch_job;
@@ -355,7 +377,7 @@ static int chunk_write(void *ud, const void *data, size_t n)
 }
 
 /* Fetches range i into the .part; with chunk digests, checks it as it arrives (-EBADMSG: mismatch). */
-static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char got[65])
+static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char got[65], int *status)
 {
     uint64_t off = (uint64_t)i * j->chunk;
     uint64_t len = range_end(j, i) - off;
@@ -368,6 +390,7 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
     g.length = len;
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
+    *status = g.status;
     free(g.etag);
     if (rc == 0 && (rc = sink_flush(&s)) == 0 && j->sync)
         /* start writing the range to disk now, so that the fsync before the install waits for the last ranges
@@ -405,15 +428,16 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
     return 0;
 }
 
-/* fetch_chunk with the chunk-digest healing: a damaged chunk is fetched again, bounded, with backoff. */
-static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf)
+/* fetch_chunk with the chunk-digest healing: a damaged chunk is fetched again, bounded, with backoff. *status:
+ * the HTTP status of the last reply (0: none). */
+static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, int *status)
 {
     /* no early stop on the same wrong digest twice here: a fault that damages the same byte of every
      * second reply gives equal wrong chunks, and still heals on the next try */
     char got[65] = "";
     /* after a whole-file mismatch this chunk's first try was the damaged one (recheck_chunks said so) */
     for (int t = j->rechecked ? 2 : 1;; t++) {
-        int rc = fetch_chunk(j, s3, i, wbuf, got);
+        int rc = fetch_chunk(j, s3, i, wbuf, got, status);
         if (rc != -EBADMSG || t >= HFS3_FETCH_CHUNK_TRIES)
             return rc;
         hfs3_warn("%s: %s: %s; fetching that chunk again (try %d of %d)", j->r->spec, j->f->path, hfs3_errmsg(),
@@ -449,12 +473,36 @@ static int grow_locked(fetch_job *j, int n)
 static void follow_tune_locked(fetch_job *j)
 {
     int want = tune_now();
+    if (want > j->cap)
+        want = j->cap;
     uint32_t left = j->nchunks > j->next ? j->nchunks - j->next : 0;
     if ((uint32_t)want > (uint32_t)j->active + left)
         want = j->active + (int)left;
     j->limit = want;
     if (want > j->active)
         (void)grow_locked(j, want);
+}
+
+/* The server kept refusing range i with 503 through every retry (SlowDown: one connection too many for it). With
+ * no count asked for, that connection was the tuner's idea, not the user's: while another worker runs, the range
+ * goes back to the others, this worker leaves, and neither this file nor the tuner asks for as many again. 1 when
+ * it left; 0: the last one (or the file already failed), whose error stands. */
+static int refused_leave(fetch_job *j, uint32_t i)
+{
+    pthread_mutex_lock(&j->mu);
+    int leave = !j->err && j->active > 1;
+    if (leave) {
+        j->state[i] = CH_TODO;
+        if (j->next > i)
+            j->next = i;
+        j->active--;
+        j->cap = j->active;
+        int level = tune_refused();
+        j->limit = level < j->cap ? level : j->cap;
+        hfs3_warn("%s: %s: %s; going on with %d connections", j->r->spec, j->f->path, hfs3_errmsg(), j->limit);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return leave;
 }
 
 static void *worker(void *arg)
@@ -483,10 +531,16 @@ static void *worker(void *arg)
         uint32_t i = j->next++;
         j->state[i] = CH_BUSY;
         pthread_mutex_unlock(&j->mu);
-        rc = fetch_chunk_healing(j, s3, i, wbuf);
+        int status = 0;
+        rc = fetch_chunk_healing(j, s3, i, wbuf, &status);
+        if (rc < 0 && status == 503 && j->tuned && refused_leave(j, i))
+            break;
         if (rc < 0) {
             if (rc != -ECANCELED)
                 job_fail(j, rc);
+            pthread_mutex_lock(&j->mu);
+            j->active--;
+            pthread_mutex_unlock(&j->mu);
             break;
         }
         char line[16];
@@ -843,6 +897,8 @@ static int start_workers(fetch_job *j, int n)
 {
     pthread_mutex_lock(&j->mu);
     j->closed = 0;
+    if (n > j->cap)
+        n = j->cap;
     j->limit = n;
     int e = grow_locked(j, n);
     int none = n > 0 && j->nstarted == 0;
@@ -924,6 +980,7 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     for (uint32_t i = 0; i < j->nchunks; i++)
         j->ndone += j->state[i] == CH_DONE;
     int todo = (int)j->nchunks - resumed;
+    j->cap = HFS3_FETCH_MAX_CONNECTIONS;
     if (j->tuned)
         nthreads = tune_now();
     if (nthreads > todo)

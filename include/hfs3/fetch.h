@@ -129,4 +129,10 @@ void hfs3_fetch_tune_init(hfs3_fetch_tune *t, int max);
  * level to use from now on. Pure (no clock, no lock): the caller serializes calls. */
 int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now);
 
+/* The server turned a connection away (503: SlowDown, Service Unavailable; as S3, nginx's limit_conn, MinIO's
+ * requests_max and RGW's rgw_max_concurrent_requests answer one request too many): a doubling that makes it
+ * refuse did not help, so a tuner still doubling settles on the count before it (at the start: where it is).
+ * A settled one stays. Returns the level to use from now on. Pure, as hfs3_fetch_tune_step. */
+int hfs3_fetch_tune_refused(hfs3_fetch_tune *t);
+
 #endif

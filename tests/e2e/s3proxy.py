@@ -17,6 +17,8 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
   --cut-first M    the first M such GETs answered with a body get the full headers (Content-Length of the
   --cut-after K    whole body) but only K body bytes, then the connection is closed.
   --hang-first H   the first H such requests are read and never answered (the client times out).
+  --max-busy N     at most N requests at once (any path): one more gets 503 SlowDown at once, as nginx's
+                   limit_conn, MinIO's requests_max or RGW's rgw_max_concurrent_requests answer; logged busy-503.
   --headers-log F  each request also appends one JSON line to F: {"n", "method", "path" (raw, as sent),
                    "headers": [[name, value], ...] in the order received, "status"} -- so a test can check
                    what lib/s3.c really sends (signed headers, If-None-Match, x-amz-security-token). It holds
@@ -84,6 +86,7 @@ class State:
         self.hung = 0
         self.eligible = 0
         self.faults = 0
+        self.busy = 0
 
     def take_fault(self):
         """Counts one eligible request; True when it is to get the --fault."""
@@ -161,6 +164,30 @@ def make_handler(st):
             return sent
 
         def handle_any(self):
+            if not a.max_busy:
+                return self.handle_one()
+            with st.lock:
+                st.busy += 1
+                over = st.busy > a.max_busy
+            try:
+                if over:
+                    # one request more than the server takes at once: SlowDown, as nginx's limit_conn,
+                    # MinIO's requests_max or RGW's rgw_max_concurrent_requests answer
+                    length = int(self.headers.get("Content-Length") or 0)
+                    if length:
+                        self.rfile.read(length)
+                    with st.lock:
+                        st.n += 1
+                        n = st.n
+                    self.reply_error(503, "Slow Down", SLOWDOWN)
+                    self.note(n, "busy-503", 503, len(SLOWDOWN))
+                    return
+                return self.handle_one()
+            finally:
+                with st.lock:
+                    st.busy -= 1
+
+        def handle_one(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             matched = a.match in self.path
@@ -390,6 +417,7 @@ def main():
     p.add_argument("--fault-max", type=int, default=0)
     p.add_argument("--fault-at", type=int, default=1000)
     p.add_argument("--exclude", default="")
+    p.add_argument("--max-busy", type=int, default=0)
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)

@@ -2,7 +2,9 @@
 # t_fetch_tune.sh - the connections per file follow the rate when HFS3_CONNECTIONS is unset (lib/fetch.c,
 # hfs3_fetch_tune): behind a proxy that paces each response, as S3 paces each request, the count doubles from 2
 # while each doubling raises the rate (at least to 8: the proxy sees that many connections); HFS3_CONNECTIONS=3 is
-# exactly 3, with no tuning; straight to the local server it is tuned too and the blob is right.
+# exactly 3, with no tuning; straight to the local server it is tuned too and the blob is right; a server that
+# takes 6 requests at once and answers SlowDown (503) to one more: the file still comes (the refused connections
+# leave, their ranges go to the others), and the tuner stops doubling.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -15,6 +17,7 @@ fetch_publish "$WORK/m" s3test:models/t
 want=$(blob_of "$WORK/m/model.safetensors")
 start_proxy paced $((10 << 20))   # each response at most 10 MiB/s: one connection carries a slice of the link
 start_proxy quick $((40 << 20))
+start_proxy busy $((10 << 20)) "--max-busy 6"
 unset HFS3_CONNECTIONS
 
 # distinct client connections that sent GETs of the model, from a proxy log
@@ -44,3 +47,14 @@ HFS3_LOG=debug HFS3_CACHE_DIR=$WORK/c3 "$HFS3_BIN" fetch s3test:models/t >"$WORK
 grep -q "connections per file: " "$WORK/err3" || fail "no count tuned on 160 MiB from loopback"
 [ "$(blob_of "$WORK/c3/blobs/$want")" = "$want" ] || fail "blob differs"
 ok "loopback: $(grep -o 'connections per file: .*' "$WORK/err3" | tr '\n' ';')"
+
+# at most 6 requests at once, SlowDown beyond (HFS3_RETRIES=1: a refused range gives up fast): 2 -> 4 -> 8, and
+# the 2 connections beyond 6 are refused; with the old fixed-8 behaviour of a failed range, the file failed
+HFS3_RETRIES=1 HFS3_LOG=debug HFS3_CACHE_DIR=$WORK/c4 "$HFS3_BIN" fetch busy:models/t >"$WORK/out4" 2>"$WORK/err4" ||
+  { grep -v 'debug:' "$WORK/err4"; fail "a server that refuses a 7th request at once failed the fetch"; }
+[ "$(blob_of "$WORK/c4/blobs/$want")" = "$want" ] || fail "blob differs (busy server)"
+refused=$(grep -c ' busy-503 ' "$WORK/busy.log" || true)
+[ "$refused" -ge 1 ] || fail "the busy proxy refused nothing: the tuner never went past 6 ($(grep -o 'connections per file: .*' "$WORK/err4" | tr '\n' ';'))"
+grep -q "going on with" "$WORK/err4" || fail "no refused connection left: $(grep -v 'debug:' "$WORK/err4" | tail -3)"
+! grep -q "connections per file: 8 -> 16" "$WORK/err4" || fail "the tuner doubled past a server that refused connections"
+ok "busy server (6 at once): $refused refused, $(grep -c 'going on with' "$WORK/err4") connections left, blob right"

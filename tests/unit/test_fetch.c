@@ -156,6 +156,20 @@ static void tune(void)
     hfs3_fetch_tune_step(&t, 0, 0);
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 5.0), 1);
     CHECK(t.settled);
+    /* the server refused a connection: back to the count before the last doubling, for good */
+    hfs3_fetch_tune_init(&t, 64);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 6 * W, 2.0), 8);
+    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), 4);
+    CHECK(t.settled);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 3.0), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), 4); /* settled: stays */
+    /* refused at the start: stays at the start, no more doublings */
+    hfs3_fetch_tune_init(&t, 64);
+    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), HFS3_FETCH_TUNE_START);
+    hfs3_fetch_tune_step(&t, 0, 0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 5.0), HFS3_FETCH_TUNE_START);
 }
 
 /* A temp file holding data[0..n), open read-write, already unlinked. */
