@@ -4,7 +4,8 @@
 # while each doubling raises the rate (at least to 8: the proxy sees that many connections); HFS3_CONNECTIONS=3 is
 # exactly 3, with no tuning; straight to the local server it is tuned too and the blob is right; a server that
 # takes 6 requests at once and answers SlowDown (503) to one more: the file still comes (the refused connections
-# leave, their ranges go to the others), and the tuner stops doubling.
+# leave, their ranges go to the others), and the tuner stops doubling; a user at the thread limit (ulimit -u) with
+# room for one worker: each file waits for a thread instead of failing.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -58,3 +59,23 @@ refused=$(grep -c ' busy-503 ' "$WORK/busy.log" || true)
 grep -q "going on with" "$WORK/err4" || fail "no refused connection left: $(grep -v 'debug:' "$WORK/err4" | tail -3)"
 ! grep -q "connections per file: 8 -> 16" "$WORK/err4" || fail "the tuner doubled past a server that refused connections"
 ok "busy server (6 at once): $refused refused, $(grep -c 'going on with' "$WORK/err4") connections left, blob right"
+
+# ulimit -u 3 for a uid of its own: the helper, its second lane and a `sleep 0.5` of that uid (not the helper's
+# child: a zombie would count too); after it, room for one worker. Each file waits for a thread (the first for the
+# sleep, each next one for the last one's worker, still leaving as the other lane starts it) instead of failing:
+# before, the first file failed at once with "pthread_create: Resource temporarily unavailable"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod 0755 "$WORK" "$WORK/home"
+  [ -z "${RCLONE_CONFIG:-}" ] || chmod 0644 "$RCLONE_CONFIG"
+  mkdir -p "$WORK/m6"
+  for i in 1 2 3 4 5 6; do head -c $((16 << 20)) /dev/urandom >"$WORK/m6/model-0000$i-of-00006.safetensors"; done
+  fetch_publish "$WORK/m6" s3test:models/six
+  mkdir "$WORK/c5"; chown 61234 "$WORK/c5"
+  setpriv --reuid=61234 --regid=61234 --clear-groups env HOME="$WORK/home" HFS3_CACHE_DIR="$WORK/c5" \
+    bash -c 'ulimit -u 3 && (sleep 0.5 &) && exec "$0" fetch s3test:models/six' "$HFS3_BIN" >"$WORK/out5" 2>"$WORK/err5" ||
+    { grep -v '^fetch:' "$WORK/err5"; fail "fetch at the thread limit (ulimit -u 3)"; }
+  for f in "$WORK"/m6/*; do b=$(blob_of "$f"); [ "$(blob_of "$WORK/c5/blobs/$b")" = "$b" ] || fail "$f differs (ulimit -u 3)"; done
+  ok "ulimit -u 3: 6 files, each waiting for a thread"
+else
+  echo "SKIP ulimit: needs root and setpriv (a uid of its own)"
+fi
