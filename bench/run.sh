@@ -4,7 +4,8 @@
 #   hashing rounds), BENCH_MEM_GIB=4 (the second model of the memory check; 0 skips it).
 #   The peer table (bench_peers.sh): BENCH_PEER_GIB=1 (sizes from nginx; "1 4" adds the 4 GiB table),
 #   BENCH_PEER_RGW_GIB=1 (sizes from Ceph RGW, where awscli's listing runs), BENCH_PEER_ROUNDS=3;
-#   BENCH_ONLY=peers runs the peer table alone and keeps the other tables of the last full run.
+#   BENCH_ONLY=peers runs the peer table alone and keeps the other tables of the last full run; BENCH_ONLY=nopeers
+#   runs all but the peer table (about half the time) and keeps the peer tables of the last run that had them.
 #   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py), and keeps what they were made
 #   from in bench/results/raw/ (`python3 bench/report.py bench/results/raw OUT.md OUT.png` makes them again).
 set -euo pipefail
@@ -34,6 +35,10 @@ else
   WORK=$WORK HFS3_ROOT=$ROOT BENCH_ROUNDS=${BENCH_NODE_ROUNDS:-2} bash bench/bench_fetch.sh | tee "$WORK/results/node.txt"
   WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_shim_overhead.sh | tee "$WORK/results/shim.txt"
 fi
-WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_peers.sh
+if [ "${BENCH_ONLY:-}" = nopeers ]; then
+  cp bench/results/raw/peers-* "$WORK/results/" 2>/dev/null || true
+else
+  WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_peers.sh
+fi
 python3 bench/report.py "$WORK/results" bench/results/latest.md bench/results/latest.png
 exit 0

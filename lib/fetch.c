@@ -59,10 +59,27 @@ void hfs3_fetch_tune_init(hfs3_fetch_tune *t, int max)
     t->level = HFS3_FETCH_TUNE_START < t->max ? HFS3_FETCH_TUNE_START : t->max;
 }
 
+/* Settles at level (a verdict reached at now). */
+static int tune_settle(hfs3_fetch_tune *t, int level, double now)
+{
+    t->level = level;
+    t->settled = 1;
+    t->settled_at = now;
+    return level;
+}
+
 int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
 {
-    if (t->settled)
-        return t->level;
+    if (t->settled) {
+        if (t->refused || t->level >= t->max || (now - t->settled_at) * 1000 < HFS3_FETCH_TUNE_REPROBE_MS)
+            return t->level;
+        /* a while at this count: one doubling again, judged against a fresh window at this count */
+        hfs3_debug("connections per file: %d, measuring again", t->level);
+        t->settled = 0;
+        t->started = 0;
+        t->prev_rate = 0;
+        t->prev_level = 0;
+    }
     if (!t->started) {
         t->started = 1;
         t->t0 = now;
@@ -77,14 +94,11 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
     if (t->prev_rate > 0 && rate < t->prev_rate * HFS3_FETCH_TUNE_GAIN) {
         hfs3_debug("connections per file: %d (%.0f MB/s; %d gave %.0f MB/s)", t->prev_level, t->prev_rate / 1e6,
                    t->level, rate / 1e6);
-        t->level = t->prev_level;
-        t->settled = 1;
-        return t->level;
+        return tune_settle(t, t->prev_level, now);
     }
     if (t->level >= t->max) {
         hfs3_debug("connections per file: %d, the most (%.0f MB/s)", t->level, rate / 1e6);
-        t->settled = 1;
-        return t->level;
+        return tune_settle(t, t->level, now);
     }
     t->prev_rate = rate;
     t->prev_level = t->level;
@@ -97,6 +111,7 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
 
 int hfs3_fetch_tune_refused(hfs3_fetch_tune *t)
 {
+    t->refused = 1;
     if (!t->settled) {
         if (t->prev_level > 0)
             t->level = t->prev_level;

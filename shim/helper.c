@@ -441,9 +441,14 @@ static int sig_wait(const sigset_t *old, long ms)
     return (sa.sa_flags & SA_RESTART) ? 0 : -EINTR;
 }
 
-/* Waits until fd holds LOCK_EX, polling LOCK_NB every 20 ms. A signal ends the wait as it would end a blocking
- * flock (sig_wait): a host's Ctrl-C (Python installs SIGINT without SA_RESTART) at once, others not. A stall
- * (no tmp/<sha>.* file changed for sh_stall seconds; 0: never) ends it with -ETIMEDOUT. 0 or -errno. */
+/* Threads of this process in lock_wait: many of them poll less often each. */
+static int lock_waiters;
+
+/* Waits until fd holds LOCK_EX, polling LOCK_NB every 5 ms (20 ms with 60 or more threads waiting): what a
+ * poll oversleeps a fetch's end by is on the program's critical path, once per file it opens (bench/: a cold
+ * load opens 6 files). A signal ends the wait as it would end a blocking flock (sig_wait): a host's Ctrl-C
+ * (Python installs SIGINT without SA_RESTART) at once, others not. A stall (no tmp/<sha>.* file changed for
+ * sh_stall seconds; 0: never; looked at every 100 ms) ends it with -ETIMEDOUT. 0 or -errno. */
 static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
 {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
@@ -453,14 +458,16 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    int waiters = __atomic_add_fetch(&lock_waiters, 1, __ATOMIC_RELAXED);
     long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since, next_line = 3000;
+    long long looked = since;
     int lines = 0;
-    long wait = 5;
+    long wait = 2 + waiters / 4;
     int rc;
     for (;;) {
-        if ((rc = sig_wait(&old, wait)) < 0)
+        if ((rc = sig_wait(&old, wait < 20 ? wait : 20)) < 0)
             break;
-        wait = 20;
+        wait = 5 + __atomic_load_n(&lock_waiters, __ATOMIC_RELAXED) / 4;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             rc = 0;
             break;
@@ -469,7 +476,11 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
             rc = -errno;
             break;
         }
-        long long cur = progress(j->tmpdir, j->sha), t = now_ms();
+        long long t = now_ms();
+        if (t - looked < 100)
+            continue;
+        looked = t;
+        long long cur = progress(j->tmpdir, j->sha);
         /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~5 s while the program waits */
         if (j->label && sh_log_level >= 2 && j->tmpdir && t - start >= next_line) {
             progress_line(j, t - start, 0, helper);
@@ -486,6 +497,7 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     }
     if (lines && rc == 0)
         sh_log(2, "%s: waited %lld s", j->label, (now_ms() - start) / 1000);
+    __atomic_sub_fetch(&lock_waiters, 1, __ATOMIC_RELAXED);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -543,6 +555,7 @@ int sh_run_locked(const struct sh_lockjob *j)
  * description is the parent's too, whose lock must stay held. */
 void sh_locks_after_fork(void)
 {
+    __atomic_store_n(&lock_waiters, 0, __ATOMIC_RELAXED); /* the waiting threads stayed in the parent */
     if (!__atomic_load_n(&locks_inflight, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&locks_inflight, 0, __ATOMIC_RELEASE);

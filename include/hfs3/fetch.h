@@ -104,12 +104,16 @@ int hfs3_fetch_connections(void);
  * thread), which a fast link (a LAN server, loopback) does not need and a 2-core host cannot spare; against S3
  * each carries only a slice of a fast NIC. So the count starts low and doubles while the rate this process
  * receives grows by HFS3_FETCH_TUNE_GAIN per doubling; at the first doubling that does not, it settles on the
- * count before it (the cheaper one) for the rest of the process. A step is measured over at least
- * HFS3_FETCH_TUNE_WINDOW_MS and HFS3_FETCH_TUNE_BYTES per connection. */
+ * count before it (the cheaper one). A step is measured over at least HFS3_FETCH_TUNE_WINDOW_MS and
+ * HFS3_FETCH_TUNE_BYTES per connection. One early measurement must not decide a long download (a 100 GB
+ * _prefetch; a window that held the first TLS handshakes, or a moment the host was busy): a settled count tries
+ * one doubling again every HFS3_FETCH_TUNE_REPROBE_MS, unless the server refused a connection (503), which
+ * fixes the count for the rest of the process. */
 #define HFS3_FETCH_TUNE_START 2
 #define HFS3_FETCH_TUNE_GAIN 1.2
 #define HFS3_FETCH_TUNE_WINDOW_MS 200
 #define HFS3_FETCH_TUNE_BYTES (8u << 20)
+#define HFS3_FETCH_TUNE_REPROBE_MS 10000
 typedef struct hfs3_fetch_tune {
     int level;        /* connections per file now */
     int max;          /* the most it may reach */
@@ -119,6 +123,8 @@ typedef struct hfs3_fetch_tune {
     double t0;        /* this level's window: its start (seconds) and the bytes received by then */
     uint64_t b0;
     int started;
+    double settled_at; /* when it settled (seconds) */
+    int refused;      /* the server refused a connection: settled for good */
 } hfs3_fetch_tune;
 
 /* Starts a tuner at HFS3_FETCH_TUNE_START connections (at most max). */
@@ -132,7 +138,8 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now);
 /* The server turned a connection away (503: SlowDown, Service Unavailable; as S3, nginx's limit_conn, MinIO's
  * requests_max and RGW's rgw_max_concurrent_requests answer one request too many): a doubling that makes it
  * refuse did not help, so a tuner still doubling settles on the count before it (at the start: where it is).
- * A settled one stays. Returns the level to use from now on. Pure, as hfs3_fetch_tune_step. */
+ * A settled one stays. Either way it never tries a doubling again. Returns the level to use from now on. Pure,
+ * as hfs3_fetch_tune_step. */
 int hfs3_fetch_tune_refused(hfs3_fetch_tune *t);
 
 #endif

@@ -110,7 +110,8 @@ static void connections(void)
 }
 
 /* The tuner of the connections per file: doubles while the rate grows by the gain, settles one step back at the
- * first doubling that does not, never past max, and never judges a window shorter than its time and bytes. */
+ * first doubling that does not, never past max, and never judges a window shorter than its time and bytes; a
+ * settled count tries again after the re-probe interval, unless the server refused a connection. */
 static void tune(void)
 {
     const uint64_t M = 1u << 20, W = HFS3_FETCH_TUNE_BYTES;
@@ -129,10 +130,25 @@ static void tune(void)
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 4 * W, now + 2 * T), 8);
     b += 4 * W;
     now += 2 * T;
-    /* 8 gives 1.1x what 4 gave: back to 4, for good */
-    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 8 * W, now + 8 * W * 2 * T / (4 * W) / 1.1), 4);
+    /* 8 gives 1.1x what 4 gave: back to 4 */
+    now += 8 * W * 2 * T / (4 * W) / 1.1;
+    b += 8 * W;
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b, now), 4);
     CHECK(t.settled);
-    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 100 * W, now + 100), 4);
+    /* until the re-probe is due, 4 whatever comes */
+    const double R = HFS3_FETCH_TUNE_REPROBE_MS / 1000.0;
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 1000 * W, now + R * 0.9), 4);
+    CHECK(t.settled);
+    /* then one doubling again, judged on a fresh window at 4: 8 now gives 3x what 4 gives (the link got
+     * better), and 16 no more than 8: settled at 8 */
+    b += 1000 * W;
+    now += R;
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b, now), 4);
+    CHECK(!t.settled);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 4 * W, now + 1.0), 8);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 4 * W + 12 * W, now + 2.0), 16);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, b + 16 * W + 16 * W, now + 2.0 + 16.0 / 13), 8);
+    CHECK(t.settled);
     /* just at the gain: kept */
     hfs3_fetch_tune_init(&t, 64);
     hfs3_fetch_tune_step(&t, 0, 0);
@@ -165,6 +181,8 @@ static void tune(void)
     CHECK(t.settled);
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 3.0), 4);
     CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), 4); /* settled: stays */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 1000 * W, 1000.0), 4); /* and never measures again */
+    CHECK(t.settled);
     /* refused at the start: stays at the start, no more doublings */
     hfs3_fetch_tune_init(&t, 64);
     CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), HFS3_FETCH_TUNE_START);
