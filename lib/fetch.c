@@ -1053,6 +1053,10 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
             break;
         j->instream = j->rechecked = 1;
         j->next = 0;
+        /* nthreads is 0 when a killed fetch had left every range (none to download then): the damaged ones
+         * still need a worker, or the hash would wait for them forever */
+        if (nthreads < 1)
+            nthreads = 1;
         if ((rc = start_workers(j, bad < nthreads ? bad : nthreads)) < 0)
             goto out;
     }
