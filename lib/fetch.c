@@ -124,7 +124,7 @@ int hfs3_fetch_tune_refused(hfs3_fetch_tune *t)
 /* This process's tuner (one remote per process in practice: fetch, _get, _prefetch), and every byte it has
  * received, all files together (two files download at once where one's tail overlaps the next one's start). */
 static pthread_mutex_t tune_mu = PTHREAD_MUTEX_INITIALIZER;
-static hfs3_fetch_tune tune;
+static hfs3_fetch_tune tune = {.level = HFS3_FETCH_TUNE_START, .max = HFS3_FETCH_MAX_CONNECTIONS};
 static uint64_t tune_bytes;
 
 static int tune_now(void)
@@ -132,8 +132,6 @@ static int tune_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     pthread_mutex_lock(&tune_mu);
-    if (!tune.max)
-        hfs3_fetch_tune_init(&tune, HFS3_FETCH_MAX_CONNECTIONS);
     int level = hfs3_fetch_tune_step(&tune, __atomic_load_n(&tune_bytes, __ATOMIC_RELAXED),
                                      (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
     pthread_mutex_unlock(&tune_mu);
@@ -143,8 +141,6 @@ static int tune_now(void)
 static int tune_refused(void)
 {
     pthread_mutex_lock(&tune_mu);
-    if (!tune.max)
-        hfs3_fetch_tune_init(&tune, HFS3_FETCH_MAX_CONNECTIONS);
     int level = hfs3_fetch_tune_refused(&tune);
     pthread_mutex_unlock(&tune_mu);
     return level;
@@ -521,16 +517,24 @@ static int refused_leave(fetch_job *j, uint32_t i)
     return leave;
 }
 
+/* A worker's connection or range failed: the job's error (unless it was only stopped by another's), and one
+ * worker fewer. */
+static void worker_fail(fetch_job *j, int rc)
+{
+    if (rc != -ECANCELED)
+        job_fail(j, rc);
+    pthread_mutex_lock(&j->mu);
+    j->active--;
+    pthread_mutex_unlock(&j->mu);
+}
+
 static void *worker(void *arg)
 {
     fetch_job *j = arg;
     hfs3_s3 *s3 = NULL;
     int rc = hfs3_s3_new(j->r, NULL, &s3);
     if (rc < 0) {
-        job_fail(j, rc);
-        pthread_mutex_lock(&j->mu);
-        j->active--;
-        pthread_mutex_unlock(&j->mu);
+        worker_fail(j, rc);
         return NULL;
     }
     char *wbuf = malloc(WRITE_BUF); /* NULL: unbuffered, slower, still right */
@@ -552,11 +556,7 @@ static void *worker(void *arg)
         if (rc < 0 && status == 503 && j->tuned && refused_leave(j, i))
             break;
         if (rc < 0) {
-            if (rc != -ECANCELED)
-                job_fail(j, rc);
-            pthread_mutex_lock(&j->mu);
-            j->active--;
-            pthread_mutex_unlock(&j->mu);
+            worker_fail(j, rc);
             break;
         }
         char line[16];
