@@ -3,6 +3,7 @@
 #include "cmds.h"
 
 #include "hfs3/config.h"
+#include "hfs3/s3.h"
 #include "hfs3/util.h"
 
 #include <getopt.h>
@@ -327,7 +328,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
             current = commands[i].name;
-            return commands[i].fn(argc - 1, argv + 1);
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            hfs3_s3_park_close(); /* the connections a fetch kept for its next file */
+            return rc;
         }
     cmd_err("unknown command '%s'", argv[1]);
     fprintf(stderr, "Try 'hfs3-manifest --help' for more information.\n");

@@ -238,6 +238,7 @@ typedef struct fetch_job {
     const char *cpath;    /* its path, for messages */
     char rec[96];         /* direct: its name in unflushed/, "<sha256>.m<key>" */
     uint32_t ndone;       /* ranges in the .part (CH_DONE) */
+    int handed_on;        /* o->downloaded was called: every range had started */
     int tuned;            /* no count asked for: the workers follow tune_now() */
     int limit;            /* workers wanted now; one beyond it leaves after its range */
     int active;           /* workers started and not left */
@@ -538,6 +539,7 @@ static void *worker(void *arg)
         return NULL;
     }
     char *wbuf = malloc(WRITE_BUF); /* NULL: unbuffered, slower, still right */
+    int hand_on = 0, landed_all = 0, broken = 0;
     for (;;) {
         pthread_mutex_lock(&j->mu);
         while (j->next < j->nchunks && j->state[j->next] != CH_TODO)
@@ -545,6 +547,12 @@ static void *worker(void *arg)
         /* fewer connections wanted (the tuner settled lower): this one leaves */
         if (j->err || j->next >= j->nchunks || j->active > j->limit) {
             j->active--;
+            /* the first worker without a range: every range has started, and the next file may start now,
+             * beside this one's last ranges (bench/: against a server that paces each connection, as S3 does,
+             * the connections that finished first had waited for the slowest range of every file) */
+            int first = !j->err && j->next >= j->nchunks && !j->handed_on;
+            j->handed_on |= first;
+            hand_on |= first;
             pthread_mutex_unlock(&j->mu);
             break;
         }
@@ -557,6 +565,7 @@ static void *worker(void *arg)
             break;
         if (rc < 0) {
             worker_fail(j, rc);
+            broken = 1;
             break;
         }
         char line[16];
@@ -570,17 +579,26 @@ static void *worker(void *arg)
         pthread_cond_broadcast(&j->cv);
         if (j->tuned && !all)
             follow_tune_locked(j);
+        hand_on |= all && !j->handed_on;
+        j->handed_on |= all;
+        landed_all |= all;
         pthread_mutex_unlock(&j->mu);
-        if (all && j->o->downloaded)
-            j->o->downloaded(j->o->downloaded_ud);
-        /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync
-         * before the install finds nothing left to write (bench/: a loader waits for both, one after the
-         * other, on every shard); a hint like the writeback above, the install's fsync is the one that counts */
-        if (all && j->sync)
-            (void)fdatasync(j->fd);
+        /* (after the last range this worker finds none left and leaves) */
     }
     free(wbuf);
-    hfs3_s3_free(s3);
+    /* its connection goes on with the next file's first worker: parked before that file starts. After a
+     * failure the connection is not trusted to be in a good state: closed */
+    if (broken)
+        hfs3_s3_free(s3);
+    else
+        hfs3_s3_park(s3);
+    if (hand_on && j->o->downloaded)
+        j->o->downloaded(j->o->downloaded_ud);
+    /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync before
+     * the install finds nothing left to write (bench/: a loader waits for both, one after the other, on every
+     * shard); a hint like the writeback above, the install's fsync is the one that counts */
+    if (landed_all && j->sync)
+        (void)fdatasync(j->fd);
     return NULL;
 }
 
@@ -910,9 +928,9 @@ static int recheck_chunks(fetch_job *j)
 }
 
 /* Starts n workers (fewer when threads run short: those finish the file). None at all: EAGAIN is mostly the
- * previous file's workers, still leaving (the other lane starts this file as that one's last range lands; up to
- * 64 of them with no count asked for), or a host at its thread limit (ulimit -u, a container's pids.max) for a
- * moment: tried again with backoff, about two seconds in all, before the file fails. */
+ * previous file's workers, still finishing (the other lane starts this file once that one's last range has
+ * started; up to 64 of them with no count asked for), or a host at its thread limit (ulimit -u, a container's
+ * pids.max) for a moment: tried again with backoff, about two seconds in all, before the file fails. */
 static int start_workers(fetch_job *j, int n)
 {
     for (int t = 1;; t++) {

@@ -305,6 +305,74 @@ static long env_long(const char *name, long lo, long hi, long dflt)
     return n;
 }
 
+/* Easy handles parked by hfs3_s3_park, each with the connection it kept open (TCP, TLS), for the next
+ * hfs3_s3_new to the same origin: the next file's workers go on where the last file's left off, with no new
+ * handshake and no new slow start. curl itself reuses a kept connection only for a request it matches (host,
+ * port, TLS settings). A forked child forgets them unclosed: their sockets are the parent's too. */
+#define PARK_MAX 64
+typedef struct parked_handle {
+    CURL *h;
+    char *origin;
+} parked_handle;
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static parked_handle parked[PARK_MAX];
+static int nparked;
+static pthread_once_t park_once = PTHREAD_ONCE_INIT;
+
+static void park_forget(void)
+{
+    pthread_mutex_init(&park_mu, NULL);
+    nparked = 0;
+}
+
+static void park_init(void) { (void)pthread_atfork(NULL, NULL, park_forget); }
+
+/* A parked handle for origin (the caller owns it now), or NULL. */
+static CURL *unpark(const char *origin)
+{
+    pthread_once(&park_once, park_init);
+    CURL *h = NULL;
+    pthread_mutex_lock(&park_mu);
+    for (int i = nparked - 1; i >= 0 && !h; i--) {
+        if (strcmp(parked[i].origin, origin) != 0)
+            continue;
+        h = parked[i].h;
+        free(parked[i].origin);
+        parked[i] = parked[--nparked];
+    }
+    pthread_mutex_unlock(&park_mu);
+    return h;
+}
+
+void hfs3_s3_park(hfs3_s3 *c)
+{
+    if (!c)
+        return;
+    pthread_once(&park_once, park_init);
+    char *origin = hfs3_strdup(c->origin);
+    pthread_mutex_lock(&park_mu);
+    if (origin && c->h && nparked < PARK_MAX) {
+        parked[nparked++] = (parked_handle){c->h, origin};
+        c->h = NULL;
+        origin = NULL;
+    }
+    pthread_mutex_unlock(&park_mu);
+    free(origin);
+    hfs3_s3_free(c);
+}
+
+void hfs3_s3_park_close(void)
+{
+    pthread_once(&park_once, park_init);
+    pthread_mutex_lock(&park_mu);
+    for (int i = 0; i < nparked; i++) {
+        curl_easy_cleanup(parked[i].h);
+        free(parked[i].origin);
+    }
+    nparked = 0;
+    pthread_mutex_unlock(&park_mu);
+}
+
 int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
 {
     *out = NULL;
@@ -389,8 +457,8 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
         }
         free(copy);
     }
-    c->h = curl_easy_init();
-    if (!c->h) {
+    c->h = unpark(c->origin);
+    if (!c->h && !(c->h = curl_easy_init())) {
         rc = hfs3_err(-ENOMEM, "s3: curl_easy_init failed");
         goto fail_msg;
     }

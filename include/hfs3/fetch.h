@@ -42,8 +42,9 @@ typedef struct hfs3_fetch_opts {
     int nonblock;         /* 1: -EWOULDBLOCK when another process holds the lock (it will finish) */
     hfs3_fetch_progress progress;
     void *progress_ud;
-    /* Called (from a worker thread) once every range of the file has arrived, before the last of it is hashed,
-     * synced and installed: a caller that fetches several files starts the next download then. May be NULL. */
+    /* Called (from a worker thread) once every range of the file has started, while its last ranges still
+     * arrive and before it is hashed, synced and installed: a caller that fetches several files starts the
+     * next download then. May be NULL. */
     void (*downloaded)(void *ud);
     void *downloaded_ud;
 } hfs3_fetch_opts;

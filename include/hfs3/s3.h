@@ -38,9 +38,15 @@ typedef struct hfs3_s3_opts {
     int list_max_keys;        /* max-keys per ListObjectsV2 page; 0: the server's default (1000) */
 } hfs3_s3_opts;
 
-/* r must outlive the client. opts may be NULL. */
+/* r must outlive the client. opts may be NULL. Takes over the connection of a client parked for the same
+ * endpoint (hfs3_s3_park), if there is one. */
 int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out);
 void hfs3_s3_free(hfs3_s3 *c);
+/* Frees c but keeps its open connection for the next hfs3_s3_new to the same endpoint in this process (up to 64
+ * are kept; a forked child does not inherit them): a fetch's next file reuses its connections. */
+void hfs3_s3_park(hfs3_s3 *c);
+/* Closes every kept connection. */
+void hfs3_s3_park_close(void);
 
 /* Every object under key prefix `prefix` (pass "" for the whole bucket), all pages of
  * ListObjectsV2 (continuation tokens), appended to *out in listing order.

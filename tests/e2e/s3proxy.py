@@ -44,8 +44,9 @@ A server that cannot be reached (restarted by a test) gets 502 Bad Gateway with 
 "upstream-down"; a server that dies mid-body closes the client's connection too.
 The log is emptied at start; each request appends one line to it once its response is over:
   "<n> <METHOD> <path> range=<Range or -> <action> <status> conn=<client port> bytes=<body bytes sent>
-   if-match=<If-Match or ->"
-(on one line). n counts requests in arrival order; action is forwarded, 503-injected, 412-injected, hung,
+   t=<arrived>-<answered> if-match=<If-Match or ->"
+(on one line; t: monotonic seconds, when the request was read and when its reply was over). n counts requests
+in arrival order; action is forwarded, 503-injected, 412-injected, hung,
 cut-after-K, KIND-injected (--fault) or upstream-down; a client that reuses its connection shows one conn= port for many requests; a response cut
 short because the client went away logs the bytes it did send.
 """
@@ -128,9 +129,11 @@ def make_handler(st):
                 with st.lock:
                     with open(a.headers_log, "a") as f:
                         f.write(json.dumps(rec) + "\n")
-            st.log("%d %s %s range=%s %s %d conn=%d bytes=%d if-match=%s" % (
+            # t=ARRIVED-ANSWERED: monotonic seconds, when the request was read and when its reply was sent
+            st.log("%d %s %s range=%s %s %d conn=%d bytes=%d t=%.6f-%.6f if-match=%s" % (
                 n, self.command, self.path, self.headers.get("Range") or "-", action, status,
-                self.client_address[1], sent, self.headers.get("If-Match") or "-"))
+                self.client_address[1], sent, getattr(self, "t_arrival", 0.0), time.monotonic(),
+                self.headers.get("If-Match") or "-"))
 
         def reply_error(self, status, reason, body):
             self.send_response_only(status, reason)
@@ -164,6 +167,7 @@ def make_handler(st):
             return sent
 
         def handle_any(self):
+            self.t_arrival = time.monotonic()
             if not a.max_busy:
                 return self.handle_one()
             with st.lock:
