@@ -17,6 +17,8 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
   --cut-first M    the first M such GETs answered with a body get the full headers (Content-Length of the
   --cut-after K    whole body) but only K body bytes, then the connection is closed.
   --hang-first H   the first H such requests are read and never answered (the client times out).
+  --connect-delay S  each new client connection waits S seconds before its first request is read: the TCP and
+                   TLS handshakes of a connection to a distant server (bench/, not the tests).
   --max-busy N     at most N requests at once (any path): one more gets 503 SlowDown at once, as nginx's
                    limit_conn, MinIO's requests_max or RGW's rgw_max_concurrent_requests answer; logged busy-503.
   --headers-log F  each request also appends one JSON line to F: {"n", "method", "path" (raw, as sent),
@@ -117,6 +119,8 @@ def make_handler(st):
             pass
 
         def handle(self):
+            if a.connect_delay:
+                time.sleep(a.connect_delay)  # a new connection's handshakes (TCP, TLS) over a long round trip
             try:
                 super().handle()
             except (ConnectionResetError, BrokenPipeError):
@@ -422,6 +426,7 @@ def main():
     p.add_argument("--fault-at", type=int, default=1000)
     p.add_argument("--exclude", default="")
     p.add_argument("--max-busy", type=int, default=0)
+    p.add_argument("--connect-delay", type=float, default=0.0)
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)
