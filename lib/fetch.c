@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,8 @@ static int chunk_ok_on_disk(fetch_job *j, uint32_t i, char *buf, char got[65])
 }
 
 /* Records the first failure (the message is per-thread: copy it to the job) and wakes the hasher. */
+static void conn_wake(void);
+
 static void job_fail(fetch_job *j, int rc)
 {
     pthread_mutex_lock(&j->mu);
@@ -322,6 +325,53 @@ static void job_fail(fetch_job *j, int rc)
     }
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    conn_wake(); /* its workers that wait for a connection leave */
+}
+
+/* The connections of every fetch in this process together: a file's workers never have more requests in
+ * flight than its count (j->limit), the ranges of the file before it still arriving included. The next file
+ * starts once every range of the one before has started (o->downloaded), and its workers take the
+ * connections that one's workers leave, one by one: a server that takes as many requests at once as the count
+ * (HFS3_CONNECTIONS=N for a gateway with a limit of N, nginx's limit_conn, MinIO's requests_max) never sees
+ * one more, which it would refuse (503). Lock order: conn_mu, then a job's mu. */
+static pthread_mutex_t conn_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conn_cv = PTHREAD_COND_INITIALIZER;
+static int conn_busy;
+
+/* Waits until this process has fewer requests in flight than j's count and takes one: 1. 0: j failed or is
+ * being joined meanwhile, and the worker leaves without one. A file whose next one has started already (its
+ * damaged chunks fetched again, or the whole file after a mismatch: rare, and a loader waits for this file
+ * first) does not wait for that one's connections. */
+static int conn_take(fetch_job *j)
+{
+    pthread_mutex_lock(&conn_mu);
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        int stop = j->err || j->closed, limit = j->handed_on ? INT_MAX : j->limit;
+        pthread_mutex_unlock(&j->mu);
+        if (stop || conn_busy < limit) {
+            conn_busy += !stop;
+            pthread_mutex_unlock(&conn_mu);
+            return !stop;
+        }
+        pthread_cond_wait(&conn_cv, &conn_mu);
+    }
+}
+
+static void conn_give(void)
+{
+    pthread_mutex_lock(&conn_mu);
+    conn_busy--;
+    pthread_cond_broadcast(&conn_cv);
+    pthread_mutex_unlock(&conn_mu);
+}
+
+/* A job's state that conn_take looks at changed (never called with a job's mu held) */
+static void conn_wake(void)
+{
+    pthread_mutex_lock(&conn_mu);
+    pthread_cond_broadcast(&conn_cv);
+    pthread_mutex_unlock(&conn_mu);
 }
 
 /* Writes n bytes at off into the .part. Writers take turns: ext4 holds the inode lock for a buffered write,
@@ -482,10 +532,10 @@ static int grow_locked(fetch_job *j, int n)
 }
 
 /* A range just landed (j->mu held): with no count asked for, the workers follow the tuner. Never more than the
- * ranges left to start. */
-static void follow_tune_locked(fetch_job *j)
+ * ranges left to start. 1 when the count rose (the caller wakes the workers that wait for a connection). */
+static int follow_tune_locked(fetch_job *j)
 {
-    int want = tune_now();
+    int want = tune_now(), was = j->limit;
     if (want > j->cap)
         want = j->cap;
     uint32_t left = j->nchunks > j->next ? j->nchunks - j->next : 0;
@@ -494,6 +544,7 @@ static void follow_tune_locked(fetch_job *j)
     j->limit = want;
     if (want > j->active)
         (void)grow_locked(j, want);
+    return want > was;
 }
 
 /* The server kept refusing range i with 503 through every retry (SlowDown: one connection too many for it). With
@@ -532,9 +583,16 @@ static void worker_fail(fetch_job *j, int rc)
 static void *worker(void *arg)
 {
     fetch_job *j = arg;
+    if (!conn_take(j)) {
+        pthread_mutex_lock(&j->mu);
+        j->active--;
+        pthread_mutex_unlock(&j->mu);
+        return NULL;
+    }
     hfs3_s3 *s3 = NULL;
     int rc = hfs3_s3_new(j->r, NULL, &s3);
     if (rc < 0) {
+        conn_give();
         worker_fail(j, rc);
         return NULL;
     }
@@ -577,12 +635,13 @@ static void *worker(void *arg)
         j->state[i] = CH_DONE;
         int all = ++j->ndone == j->nchunks;
         pthread_cond_broadcast(&j->cv);
-        if (j->tuned && !all)
-            follow_tune_locked(j);
+        int grew = j->tuned && !all && follow_tune_locked(j);
         hand_on |= all && !j->handed_on;
         j->handed_on |= all;
         landed_all |= all;
         pthread_mutex_unlock(&j->mu);
+        if (grew)
+            conn_wake();
         /* (after the last range this worker finds none left and leaves) */
     }
     free(wbuf);
@@ -592,6 +651,7 @@ static void *worker(void *arg)
         hfs3_s3_free(s3);
     else
         hfs3_s3_park(s3);
+    conn_give(); /* before the hand-on: the next file's first worker takes this connection */
     if (hand_on && j->o->downloaded)
         j->o->downloaded(j->o->downloaded_ud);
     /* the last range is in: flush the file now, while the hash thread reads its tail, so that the fsync before
@@ -959,6 +1019,7 @@ static void join_workers(fetch_job *j)
     j->closed = 1;
     int n = j->nstarted;
     pthread_mutex_unlock(&j->mu);
+    conn_wake(); /* its workers that still wait for a connection leave */
     for (int t = 0; t < n; t++)
         pthread_join(j->tids[t], NULL);
     j->nstarted = j->active = 0;

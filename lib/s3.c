@@ -352,6 +352,8 @@ void hfs3_s3_park(hfs3_s3 *c)
     char *origin = hfs3_strdup(c->origin);
     pthread_mutex_lock(&park_mu);
     if (origin && c->h && nparked < PARK_MAX) {
+        /* its options point into c (the error buffer, the resolve list): gone with it, the connection kept */
+        curl_easy_reset(c->h);
         parked[nparked++] = (parked_handle){c->h, origin};
         c->h = NULL;
         origin = NULL;

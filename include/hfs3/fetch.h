@@ -44,7 +44,8 @@ typedef struct hfs3_fetch_opts {
     void *progress_ud;
     /* Called (from a worker thread) once every range of the file has started, while its last ranges still
      * arrive and before it is hashed, synced and installed: a caller that fetches several files starts the
-     * next download then. May be NULL. */
+     * next download then (its workers take the connections the last ranges leave: the fetches of a process
+     * together never have more requests in flight than a file's count). May be NULL. */
     void (*downloaded)(void *ud);
     void *downloaded_ud;
 } hfs3_fetch_opts;
