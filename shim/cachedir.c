@@ -10,6 +10,7 @@
 #include "shim.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
 
 #include <limits.h>
 #include <stdlib.h>
@@ -113,6 +114,17 @@ int sh_cache_mkdir_error(const char **dir)
     return explicit_dir && mkdir_failed[0] ? mkdir_errno : 0;   /* a default has the fallback's own line */
 }
 
+/* Whether path is the root of a mount (a volume a container runtime mounted: a kubelet emptyDir or hostPath), as
+ * lib/cache.c's mount_root says. The raw system call: glibc's statx would be the shim's own. Out of line: its
+ * struct statx is not on check_dir's frame. */
+static __attribute__((noinline)) int mount_root(const char *path)
+{
+    struct statx stx;
+    if (syscall(SYS_statx, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) < 0)
+        return 0;
+    return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* 0 when dir can be this user's cache (created when missing, parents 0700): else -errno, *why set. */
 static int check_dir(const char *dir, const char **why)
 {
@@ -150,6 +162,20 @@ static int check_dir(const char *dir, const char **why)
         }
         if (S_ISLNK(st.st_mode) && st.st_uid != me && st.st_uid != 0) {
             *why = "reached through a symlink owned by another user";
+            return -EPERM;
+        }
+        /* a directory on the way, at any depth, that others can write without the sticky bit: whoever can rename
+         * its entries decides what the path leads to, after this check too (lib/cache.c's check_on_path, and its
+         * one exception: a volume's root, root's or ours, as kubelet mounts an emptyDir 0777, holding the cache
+         * directory itself) */
+        if (c && S_ISLNK(st.st_mode) && sh_r.stat(b, &st) < 0)
+            st.st_mode = 0;
+        if (c && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX) &&
+            !(!strchr(p + 1, '/') && (st.st_uid == 0 || st.st_uid == me) && mount_root(b))) {
+            static char wbuf[SH_PATH + 160];
+            snprintf(wbuf, sizeof wbuf, "reached through %.*s, writable by others without the sticky bit (chmod o-w "
+                     "or +t it, or choose another HFS3_CACHE_DIR)", (int)(SH_PATH - 1), b);
+            *why = wbuf;
             return -EPERM;
         }
         *p = c;
