@@ -40,8 +40,9 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
                      etag      a reply to a Range starting past byte 0 carries another ETag (as if the object
                                had been replaced between two requests)
                      500, 503  an S3 XML error (InternalError, SlowDown), never forwarded
+                     403       an S3 AccessDenied, never forwarded (not retried: the file fails at once)
                    Eligible: a 2xx GET with a body (flip, truncate, cut, stall, overlong), a GET whose Range
-                   starts past byte 0 (shift, etag), a 206 (nocrange), any GET (500, 503).
+                   starts past byte 0 (shift, etag), a 206 (nocrange), any GET (500, 503, 403).
 A server that cannot be reached (restarted by a test) gets 502 Bad Gateway with an S3 XML body, logged as
 "upstream-down"; a server that dies mid-body closes the client's connection too.
 The log is emptied at start; each request appends one line to it once its response is over:
@@ -72,6 +73,8 @@ HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te"
 INTERNAL = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
             b'<Message>We encountered an internal error. Please try again.</Message>'
             b'<RequestId>s3proxy</RequestId></Error>')
+DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+          b'<Message>Access Denied</Message><RequestId>s3proxy</RequestId></Error>')
 BADGW = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>BadGateway</Code>'
          b'<Message>s3proxy cannot reach the server</Message><RequestId>s3proxy</RequestId></Error>')
 CHUNK = 16384
@@ -225,14 +228,16 @@ def make_handler(st):
                 return
             fault = None
             if matched and a.fault and self.command == "GET" and not (a.exclude and a.exclude in self.path):
-                if a.fault in ("500", "503") and st.take_fault():
+                if a.fault in ("500", "503", "403") and st.take_fault():
                     if a.fault == "500":
                         self.reply_error(500, "Internal Server Error", INTERNAL)
+                    elif a.fault == "403":
+                        self.reply_error(403, "Forbidden", DENIED)
                     else:
                         self.reply_error(503, "Slow Down", SLOWDOWN)
                     self.note(n, a.fault + "-injected", int(a.fault), 0)
                     return
-                elif a.fault not in ("500", "503"):
+                elif a.fault not in ("500", "503", "403"):
                     fault = a.fault
             im = self.headers.get("If-Match")
             up = http.client.HTTPConnection(a.host, a.port, timeout=120)
@@ -420,7 +425,7 @@ def main():
     p.add_argument("--match", default="")
     p.add_argument("--enforce-if-match", action="store_true")
     p.add_argument("--fault", choices=["flip", "truncate", "cut", "stall", "overlong", "shift", "nocrange",
-                                       "etag", "500", "503"])
+                                       "etag", "500", "503", "403"])
     p.add_argument("--fault-every", type=int, default=1)
     p.add_argument("--fault-max", type=int, default=0)
     p.add_argument("--fault-at", type=int, default=1000)

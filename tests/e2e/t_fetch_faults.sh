@@ -81,4 +81,61 @@ rclone copyto "$WORK/m/tokenizer.json" s3test:models/m2/tokenizer.json || fail "
 expect_exit 0 "_get after the fix" "$HFS3_BIN" _get s3test:models/m2 tokenizer.json
 [ -e "$HFS3_CACHE_DIR/blobs/$tok" ] && [ ! -e "$HFS3_CACHE_DIR/fails/$tok.err" ] || fail "fails/ not cleared"
 ok "fixed object fetched, failure record removed"
+
+# m3: the model again, published whole (real objects, chunk digests)
+rclone copy "$WORK/m" s3test:models/m3 || fail "rclone copy m3"
+"${HFS3_BUILD_BIN:-$HFS3_BIN}" build s3test:models/m3 >/dev/null 2>&1 || fail "build m3"
+tokm=$(blob_of "$WORK/m/tokenizer.json")
+cfg=$(blob_of "$WORK/m/config.json")
+
+# issue 34 item 9: a worker that fails (a 403 on one range of model.safetensors: not retried) gives its connection
+# back. With HFS3_CONNECTIONS=1 a count it kept would leave the files after it waiting for a connection forever:
+# the fetch must end (timeout: a hang guard, not a speed check), with every other file fetched
+start_proxy deny 0 "--fault 403 --match /models/m3/model.safetensors --fault-every 3 --fault-max 1"
+export HFS3_CACHE_DIR=$WORK/cache-deny
+set +e
+HFS3_CONNECTIONS=1 timeout 300 "$HFS3_BIN" fetch deny:models/m3 >"$WORK/deny.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$WORK/deny.out"; fail "fetch with a 403 on one range (HFS3_CONNECTIONS=1): exit $rc (124: it hung)"; }
+grep -q '403-injected' "$WORK/deny.log" || fail "the proxy injected no 403"
+grep -q 'model.safetensors.*403' "$WORK/deny.out" || { cat "$WORK/deny.out"; fail "the 403 line names the file"; }
+[ -e "$HFS3_CACHE_DIR/blobs/$tokm" ] && [ -e "$HFS3_CACHE_DIR/blobs/$cfg" ] && [ ! -e "$HFS3_CACHE_DIR/blobs/$big" ] ||
+  { cat "$WORK/deny.out"; ls "$HFS3_CACHE_DIR/blobs"; fail "after the failed file, the others are fetched (and it is not)"; }
+n=$(awk '$2 == "GET" && index($3, "/models/m3/tokenizer.json")' "$WORK/deny.log" | wc -l)
+[ "$n" -ge 1 ] || fail "tokenizer.json, after the failed file, was never asked for"
+ok "a 403 on one range, HFS3_CONNECTIONS=1: the file fails, the files after it still fetch (exit $rc)"
+wait_flushed "$HFS3_CACHE_DIR"
+
+# issue 34 item 7: chunk digests that match the served bytes and a whole-file sha256 that does not (a manifest
+# built wrong, or lying): after the chunk checks and healing, the file is never installed, neither in blobs/ nor
+# in the mount's cblobs/
+rclone copy "$WORK/m" s3test:models/m5 || fail "rclone copy m5"
+wrong=$(printf 'not the file' | sha256sum | cut -d' ' -f1)
+"$HFS3_BIN" show --json s3test:models/m3 | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+e = [e for e in d["entries"] if e["path"] == "model.safetensors"][0]
+assert e.get("chunks") and d.get("chunk_size"), "no chunk digests to keep"
+e["sha256"] = sys.argv[1]
+json.dump(d, sys.stdout)' "$wrong" >"$WORK/m5.json" || fail "m5 manifest"
+rclone copyto "$WORK/m5.json" s3test:models/m5/.hfs3/manifest.json || fail "upload m5 manifest"
+no_copy() { # CACHE WHAT: neither the claimed nor the real sha256 of model.safetensors anywhere in the cache's blobs
+  local f
+  f=$(find "$1/blobs" "$1"/mounts/*/cblobs -name "$wrong" -o -name "$big" 2>/dev/null | head -1 || true)
+  [ -z "$f" ] || fail "$2: $f was installed"
+  [ -z "$(find "$1"/mounts/*/cblobs -type f 2>/dev/null | head -1 || true)" ] || fail "$2: cblobs/ holds $(ls "$1"/mounts/*/cblobs)"
+}
+export HFS3_CACHE_DIR=$WORK/cache-m5w
+expect_exit 1 "HFS3_VERIFY=whole, chunks right, sha256 wrong" env HFS3_VERIFY=whole "$HFS3_BIN" fetch s3test:models/m5
+grep -v '^hfs3: warning' "$WORK/err" | grep -q "model.safetensors: sha256 mismatch" || { cat "$WORK/err"; fail "whole: sha256 mismatch line"; }
+wait_flushed "$HFS3_CACHE_DIR"
+no_copy "$HFS3_CACHE_DIR" "HFS3_VERIFY=whole"
+[ -z "$(ls -A "$HFS3_CACHE_DIR/tmp")" ] || fail "whole: tmp/ not empty"
+export HFS3_CACHE_DIR=$WORK/cache-m5c
+set +e
+HFS3_VERIFY=chunks "$HFS3_BIN" _get s3test:models/m5 model.safetensors >"$WORK/m5c.out" 2>&1
+set -e
+wait_flushed "$HFS3_CACHE_DIR"
+no_copy "$HFS3_CACHE_DIR" "HFS3_VERIFY=chunks, after the flush"
+ok "chunk digests right, sha256 wrong: whole: sha256 mismatch, nothing installed; chunks: nothing left in blobs/ or cblobs/"
 echo "all ok"
