@@ -40,6 +40,29 @@ shim_check "relative HFS3_CACHE_DIR resolved at start" test "$rc:$out" = "0:hell
 shim_check "relative HFS3_CACHE_DIR: nothing logged" test "$(nlog)" = 0
 shim_check "relative HFS3_CACHE_DIR: nothing made under /" test ! -e "/$rel"
 
+# a cache directory below a directory others can write without the sticky bit, at any depth (issue 34 item 8):
+# whoever can rename in it decides what the path leads to, so the shim does not use it even offline, where no
+# helper runs to refuse it: EIO, one line naming that directory, nothing read. Sticky (as /tmp), it is used.
+mkdir -m 0777 "$WORK/open" && chmod 0777 "$WORK/open"
+mkdir -p "$WORK/open/x/y" && chmod 0755 "$WORK/open/x" "$WORK/open/x/y"
+prev=$WORK/cache
+for c in "$WORK/open/cache" "$WORK/open/x/cache" "$WORK/open/x/y/cache"; do
+  mv "$prev" "$c" && prev=$c
+  export HFS3_CACHE_DIR=$c
+  run cat "$M/flat/a.txt"
+  cat "$WORK/err"
+  shim_check "${c#$WORK/}: below a 0777 directory: EIO, nothing read" test "$rc" = 1 -a -z "$out" -a \
+    "$(grep -c "Input/output error" "$WORK/err")" = 1
+  shim_check "${c#$WORK/}: one line naming $WORK/open" test "$(nlog)" = 1 -a \
+    "$(grep -c "cache directory $c: .*$WORK/open, writable by others without the sticky bit" "$WORK/err")" = 1
+done
+chmod 1777 "$WORK/open"
+run cat "$M/flat/a.txt"
+shim_check "open/x/y/cache below a 1777 directory (sticky, as /tmp): served" test "$rc:$out" = "0:hello from a"
+mv "$prev" "$WORK/cache"
+unset HFS3_CACHE_DIR
+export HFS3_CACHE_DIR=$WORK/cache
+
 # another user with HOME=/: ~/.cache/hfs3 cannot be made; the fallback under $TMPDIR is
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
   echo "skip: the fallback tests need root and setpriv"; exit $((SHIM_FAILS > 0))

@@ -633,6 +633,18 @@ static void test_open_owners(void)
     hfs3_cache *c = NULL;
     CHECK_EQ_INT(hfs3_cache_open(q, &c), -EPERM);
     CHECK(strstr(hfs3_errmsg(), "without the sticky bit") != NULL);
+    /* two and three levels below it (issue 34 item 8): refused as directly below, naming that directory */
+    char r[500];
+    snprintf(r, sizeof r, "%s/x", p);
+    mkdir(r, 0755);
+    snprintf(r, sizeof r, "%s/x/y", p);
+    mkdir(r, 0755);
+    for (int depth = 2; depth <= 3; depth++) {
+        snprintf(r, sizeof r, depth == 2 ? "%s/x/cache" : "%s/x/y/cache", p);
+        CHECK_EQ_INT(hfs3_cache_check_dir(r, NULL), -EPERM);
+        CHECK(strstr(hfs3_errmsg(), "without the sticky bit") != NULL && strstr(hfs3_errmsg(), p) != NULL);
+        CHECK_EQ_INT(hfs3_cache_open(r, &c), -EPERM);
+    }
     chmod(p, 01777); /* like /tmp: fine */
     CHECK_EQ_INT(hfs3_cache_open(q, &c), 0);
     hfs3_cache_free(c);
