@@ -94,7 +94,7 @@ cfg=$(blob_of "$WORK/m/config.json")
 start_proxy deny 0 "--fault 403 --match /models/m3/model.safetensors --fault-every 3 --fault-max 1"
 export HFS3_CACHE_DIR=$WORK/cache-deny
 set +e
-HFS3_CONNECTIONS=1 timeout 300 "$HFS3_BIN" fetch deny:models/m3 >"$WORK/deny.out" 2>&1
+HFS3_CONNECTIONS=1 timeout 120 "$HFS3_BIN" fetch deny:models/m3 >"$WORK/deny.out" 2>&1
 rc=$?
 set -e
 [ "$rc" = 1 ] || { cat "$WORK/deny.out"; fail "fetch with a 403 on one range (HFS3_CONNECTIONS=1): exit $rc (124: it hung)"; }

@@ -69,6 +69,69 @@ for p in sys.argv[1:]:
         print(errno.errorcode[e.errno], end=" ")' "$M/../../w1/missing/." "$M/../../w1/missing/..")
 shim_check "mkdir M/../../w1/missing/. and /..: ENOENT, nothing made ($s)" \
   test "$s" = "ENOENT ENOENT " -a ! -e w1/missing
+# a directory others may use, on the same file system as $WORK, whose first path component starts with another
+# byte than every mount's: a spelling there is "outside every mount" by the shim's fast path (sh_outside)
+OB=
+for b in /var/tmp /tmp /root "$HOME"; do
+  f=${b#/}; w=${WORK#/}
+  if [ -d "$b" ] && [ "${f:0:1}" != "${w:0:1}" ] && [ "$(stat -c %d "$b")" = "$(stat -c %d "$WORK")" ]; then
+    OB=$(mktemp -d "$b/hfs3-writes.XXXXXX") && break
+  fi
+done
+[ -n "$OB" ] && trap 'rm -rf "$OB"; s3env_stop' EXIT
+# issue 34 item 1: a blob reached by its cache path cannot be truncated or written: open O_RDONLY|O_TRUNC (as root
+# the kernel would truncate a 0444 file), O_WRONLY, truncate(), and the same through openat on a descriptor of
+# blobs/, from both sides of the fast path (the cache's own spelling, under $WORK's first component, and a
+# symlink to the cache from a directory no mount's first component shares): EROFS, and the blob keeps its size
+big=$(find "$HFS3_CACHE_DIR/blobs" -type f -size +0 | head -1)
+bsize=$(stat -c %s "$big")
+blobcalls='import errno, os, sys
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+for c in sys.argv[2:]:
+    p = c + "/blobs/" + sys.argv[1]
+    bfd = os.open(c + "/blobs", os.O_RDONLY | os.O_DIRECTORY)
+    for name, f in (("open O_RDONLY|O_TRUNC", lambda: os.close(os.open(p, os.O_RDONLY | os.O_TRUNC))),
+                    ("open O_WRONLY", lambda: os.close(os.open(p, os.O_WRONLY))),
+                    ("open O_RDWR|O_TRUNC", lambda: os.close(os.open(p, os.O_RDWR | os.O_TRUNC))),
+                    ("truncate", lambda: os.truncate(p, 0)),
+                    ("openat(blobs fd) O_RDONLY|O_TRUNC", lambda: os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_TRUNC, dir_fd=bfd))),
+                    ("openat(blobs fd) O_WRONLY|O_APPEND", lambda: os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND, dir_fd=bfd))),
+                    ("open O_RDONLY", lambda: os.close(os.open(p, os.O_RDONLY)))):
+        print("%s %s: %s" % ("far" if c != sys.argv[2] else "cache", name, err(f)))'
+spellings=("$HFS3_CACHE_DIR")
+if [ -n "$OB" ]; then ln -s "$HFS3_CACHE_DIR" "$OB/c" && spellings+=("$OB/c"); else echo "SKIP writes-far-side: no directory on $WORK's file system outside its first component"; fi
+shim python3 -c "$blobcalls" "$(basename "$big")" "${spellings[@]}" >blobcalls.out 2>&1
+cat blobcalls.out
+shim_check "a blob by its cache path and by openat on blobs/: EROFS (a read-only open works)" \
+  test "$(grep -c ': EROFS$' blobcalls.out):$(grep -c 'O_RDONLY: ok$' blobcalls.out)" = "$((6 * ${#spellings[@]})):${#spellings[@]}"
+shim_check "  and the blob keeps its size ($bsize)" test "$(stat -c %s "$big")" = "$bsize"
+# issue 34 item 5: a directory beside the cache whose name begins with the cache's ($HFS3_CACHE_DIR-old) is the
+# user's own: creating, writing, renaming and linking in it work through the shim, by both spellings
+mkdir "$HFS3_CACHE_DIR-old"
+besides='import os, sys
+for i, d in enumerate(sys.argv[1:]):
+    s = "%s/sub%d" % (d, i)
+    os.mkdir(s)
+    with open(s + "/f", "w") as f:
+        f.write("mine")
+    os.rename(s + "/f", s + "/g")
+    os.link(s + "/g", s + "/h")
+    fd = os.open(s + "/g", os.O_RDWR | os.O_TRUNC)
+    os.write(fd, b"again")
+    os.close(fd)
+    os.rename(s, s + "b")
+    print(d, open(s + "b/h").read())'
+bs=("$HFS3_CACHE_DIR-old")
+if [ -n "$OB" ]; then mkdir "$OB/old" && ln -s "$HFS3_CACHE_DIR-old" "$OB/old/c" && bs+=("$OB/old/c"); fi
+shim python3 -c "$besides" "${bs[@]}" >besides.out 2>&1
+cat besides.out
+shim_check "$(basename "$HFS3_CACHE_DIR")-old/, beside the cache: mkdir, write, rename, link, truncate work" \
+  test "$(grep -c ' again$' besides.out)" = "${#bs[@]}" -a "$(cat "$HFS3_CACHE_DIR-old/sub0b/h")" = again
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
 shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "s x "
