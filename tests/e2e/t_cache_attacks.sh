@@ -394,6 +394,24 @@ shimA env HFS3_VERIFY_FOREIGN=1 HFS3_MANIFEST_TTL=100000 cat /models/m1/config.j
 [ "$(stat -c %u "$S/mounts/$KA/index"):$(stat -c %u "$S/mounts/$KA/manifest.json")" = "$A:$A" ] ||
   fail "shim: HFS3_VERIFY_FOREIGN=1 kept B's index/manifest.json"
 ok "shim: HFS3_VERIFY_FOREIGN=1: B's cached index is not A's; A's shim installs its own"
+# issue 34 item 3: offline, the helper cannot hash a member's blob for A, so under HFS3_VERIFY_FOREIGN=1 the shim
+# never serves it: B's genuine blob and B's forged one of the right size are both an EIO with a line, no byte read
+# (A's own index is there from the step above: nothing else stands in the way)
+[ "$(stat -c %u "$S/blobs/$cfg")" = "$B" ] || fail "offline: B's genuine blob is not there"
+for what in genuine forged; do
+  if [ $what = forged ]; then
+    as "$B" rm -f "$S/blobs/$cfg"
+    as "$B" bash -c "head -c $size /dev/zero | tr '\\0' x >'$S/blobs/$cfg' && chmod 0440 '$S/blobs/$cfg'"
+  fi
+  shimA env HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 cat /models/m1/config.json
+  [ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim offline: B's $what blob under HFS3_VERIFY_FOREIGN=1: exit $st"; }
+  [ ! -s "$WORK/shim.out" ] || fail "shim offline: a byte of B's $what blob was served under HFS3_VERIFY_FOREIGN=1"
+  grep -q 'Input/output error' "$WORK/shim.err" && grep -Eqi "another user|VERIFY_FOREIGN" "$WORK/shim.err" ||
+    { cat "$WORK/shim.err" >&2; fail "shim offline: B's $what blob: no EIO, or no line saying why"; }
+done
+ok "shim: HFS3_OFFLINE=1 and HFS3_VERIFY_FOREIGN=1: a member's blob of the right size (genuine or forged) is EIO, not read: $(grep -m1 -i 'another user' "$WORK/shim.err")"
+as "$B" rm -f "$S/blobs/$cfg"
+as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _get "$R" config.json
 # ---- issue 23: with HFS3_VERIFY_FOREIGN=1 a member can deny A service, never choose the bytes A reads ----
 # B's tools: a blob whose bytes B chose (its name is their true sha256, so a re-hash passes), and a copy of a
 # manifest whose config.json entry names it

@@ -13,8 +13,8 @@ source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
 s3env_start "$WORK"
-MD_PID= RD_PID=
-trap 's3env_stop; stop_proxies; [ -z "$MD_PID" ] || kill "$MD_PID" 2>/dev/null || true; [ -z "$RD_PID" ] || kill "$RD_PID" 2>/dev/null || true' EXIT
+MD_PID= RD_PID= REC_PID=
+trap 's3env_stop; stop_proxies; for p in $MD_PID $RD_PID $REC_PID; do kill "$p" 2>/dev/null || true; done' EXIT
 PY=/usr/bin/python3
 
 fetch_model "$WORK/m"
@@ -96,6 +96,60 @@ rm -rf "$HOME/.cache/hfs3-creds"
 fetch pod-far AWS_CONTAINER_CREDENTIALS_FULL_URI=http://example.com/creds AWS_CONTAINER_AUTHORIZATION_TOKEN=x
 expect_err pod-far 2 'plain http to a host other than loopback'
 ok "AWS_CONTAINER_AUTHORIZATION_TOKEN works too; a plain-http full URI to another host is refused (exit 2)"
+
+# --- never through a proxy (issue 34 item 2): the container endpoint and IMDS are asked directly, whatever
+# http_proxy, HTTP_PROXY, https_proxy or ALL_PROXY say (a proxy would see the authorization token and the keys).
+# The proxy here is a listener that records every byte it receives and answers nothing. The S3 requests, which
+# may use a proxy, go to localhost, which no_proxy exempts; the credential endpoints are 127.0.0.1.
+cat >"$WORK/rec.py" <<'PY'
+import socket, sys, threading
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+log = open(sys.argv[2], "ab", buffering=0)
+def take(c):
+    c.settimeout(5)
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            log.write(b)
+    except OSError:
+        pass
+    c.close()
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=take, args=(c,), daemon=True).start()
+PY
+$PY "$WORK/rec.py" "$WORK/rec.port" "$WORK/rec.log" &
+REC_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/rec.port" ] && break; sleep 0.05; done
+RP=http://127.0.0.1:$(cat "$WORK/rec.port")
+S3L=${S3_ENDPOINT/127.0.0.1/localhost}
+PROXIED=(http_proxy="$RP" HTTP_PROXY="$RP" https_proxy="$RP" HTTPS_PROXY="$RP" ALL_PROXY="$RP" no_proxy=localhost
+  NO_PROXY=localhost AWS_ENDPOINT_URL_S3="$S3L")
+# the recorder works, and the variables reach libcurl: a plain curl to the metadata server goes through it
+env "${PROXIED[@]}" curl -s -m 5 -o /dev/null "$MD/latest/meta-data/" || true
+for _ in $(seq 50); do [ -s "$WORK/rec.log" ] && break; sleep 0.1; done
+grep -q "GET $MD/latest/meta-data/" "$WORK/rec.log" || fail "the recording proxy got nothing from curl with http_proxy set"
+: >"$WORK/rec.log"
+rm -rf "$HOME/.cache/hfs3-creds"
+: >"$WORK/md.log"
+fetch pod-proxy "${PROXIED[@]}" AWS_CONTAINER_CREDENTIALS_FULL_URI="$MD/pod-identity" AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$WORK/pod-token"
+expect_ok pod-proxy
+[ "$(count 'GET /pod-identity 200')" = 1 ] || { cat "$WORK/md.log"; fail "container credentials with a proxy set: the endpoint was not asked directly"; }
+rm -rf "$HOME/.cache/hfs3-creds"
+fetch imds-proxy "${PROXIED[@]}" AWS_EC2_METADATA_DISABLED= AWS_EC2_METADATA_SERVICE_ENDPOINT="$MD"
+expect_ok imds-proxy
+[ "$(count 'PUT /latest/api/token 200')" = 1 ] && [ "$(count 'security-credentials/hfs3-test-role 200')" = 1 ] ||
+  { cat "$WORK/md.log"; fail "IMDSv2 with a proxy set: not asked directly"; }
+rm -rf "$HOME/.cache/hfs3-creds"
+sleep 0.2 # (a connection the proxy accepted is logged as its bytes arrive; the fetches above have ended)
+[ ! -s "$WORK/rec.log" ] || { head -c 600 "$WORK/rec.log"; echo; fail "a credential request went through the proxy (above: what it received)"; }
+ok "container endpoint (full URI, token file) and IMDSv2 with http_proxy/HTTP_PROXY/https_proxy/ALL_PROXY set: keys, a real fetch, and the proxy received nothing"
 
 # --- no redirects (issue 25 item 2): a 3xx from the container endpoint, IMDS or STS is an answer, never followed
 # a redirect would carry the container authorization token (and the signed STS request) wherever it points.
