@@ -201,34 +201,40 @@ shim_check "outside the mounts the same spellings write" test "$(grep -c ': ok$'
 shim_check "  and the files are there" test -d "$WORK/mine/m" -a -f "$WORK/mine/f" -a -d "$WORK/mine/m2" -a ! -e "$WORK/mine/h"
 echo "a file outside" >"$SRC/x"
 
-# issue 34 item 4: the source from a directory no mount's first path component shares (the shim's fast path
-# takes it as outside every mount), on the same file system, so that the real call would succeed: the same
-# answers, and nothing lands in the real directory at the mount point
-OB=
-for b in /var/tmp /tmp /root "$HOME"; do
+# issue 34 item 4: the source spelled outside every mount's first path component (the shim's fast path takes it as
+# outside every mount), on the same file system, so that the real call would succeed: the same answers, and
+# nothing lands in the real directory at the mount point. The spelling: a directory of the test's own under
+# /var/tmp (or another one no mount's first component shares) on this file system, else /proc/self/cwd with
+# the cwd in a directory beside the mount
+OB= FARDIR= FAR=
+for b in /var/tmp /tmp /root; do
   f=${b#/}; w=${R#/}
   if [ -d "$b" ] && [ "${f:0:1}" != "${w:0:1}" ] && [ "$(stat -c %d "$b")" = "$(stat -c %d "$R")" ]; then
-    OB=$(mktemp -d "$b/hfs3-into.XXXXXX") && break
+    OB=$(mktemp -d "$b/hfs3-into.XXXXXX") && FARDIR=$OB FAR=$OB && break
   fi
 done
 if [ -n "$OB" ]; then
   trap 'rm -rf "$OB"' EXIT
-  echo "a file from far" >"$OB/x"
-  mkdir "$OB/d"
-  shim python3 "$WORK/calls.py" "$R" "$OB" >"$WORK/calls-far.out" 2>&1
+elif [ -d /proc/self/cwd ]; then
+  mkdir "$WORK/far" && FARDIR=$WORK/far FAR=/proc/self/cwd
+fi
+if [ -n "$FAR" ]; then
+  echo "a file from far" >"$FARDIR/x"
+  mkdir "$FARDIR/d"
+  (cd "$FARDIR" && shim python3 "$WORK/calls.py" "$R" "$FAR") >"$WORK/calls-far.out" 2>&1
   cat "$WORK/calls-far.out"
-  shim_check "from $OB: every call ran" test "$(grep -c ': ' "$WORK/calls-far.out")" = 14
-  shim_check "from $OB: EXDEV for a rename or a link out, else EROFS" \
+  shim_check "from $FAR: every call ran" test "$(grep -c ': ' "$WORK/calls-far.out")" = 14
+  shim_check "from $FAR: EXDEV for a rename or a link out, else EROFS" \
     test "$(grep -c -E '^(rename.*|link out of the mount): EXDEV$|^(link|symlink).*: EROFS$' "$WORK/calls-far.out")" = 14
-  shim mv "$OB/x" "$R/new" 2>"$WORK/mvfar.err"; rc=$?
-  shim_check "mv $OB/x M/new: fails, read-only file system" test "$rc" != 0 -a "$(grep -c 'Read-only file system' "$WORK/mvfar.err")" = 1
-  shim_check "from $OB: the source is still there" test "$(cat "$OB/x")" = "a file from far" -a -d "$OB/d" -a ! -e "$OB/stolen"
+  (cd "$FARDIR" && shim mv "$FAR/x" "$R/new") 2>"$WORK/mvfar.err"; rc=$?
+  shim_check "mv $FAR/x M/new: fails, read-only file system" test "$rc" != 0 -a "$(grep -c 'Read-only file system' "$WORK/mvfar.err")" = 1
+  shim_check "from $FAR: the source is still there" test "$(cat "$FARDIR/x")" = "a file from far" -a -d "$FARDIR/d" -a ! -e "$FARDIR/stolen"
   # the same spellings outside the mount still work (the fast path itself is not refused)
   mkdir "$WORK/mine2"
-  shim python3 -c 'import os, sys; os.rename(sys.argv[1] + "/x", sys.argv[2] + "/x"); os.link(sys.argv[2] + "/x", sys.argv[1] + "/y")' "$OB" "$WORK/mine2"
-  shim_check "from $OB to a directory of ours: rename and link work" test -f "$WORK/mine2/x" -a -f "$OB/y"
+  (cd "$FARDIR" && shim python3 -c 'import os, sys; os.rename(sys.argv[1] + "/x", sys.argv[2] + "/x"); os.link(sys.argv[2] + "/x", sys.argv[1] + "/y")' "$FAR" "$WORK/mine2")
+  shim_check "from $FAR to a directory of ours: rename and link work" test -f "$WORK/mine2/x" -a -f "$FARDIR/y"
 else
-  echo "SKIP into-far-side: no directory on $R's file system outside its first component"
+  echo "SKIP into-far-side: no spelling on $R's file system outside its first component (no /proc)"
 fi
 
 # what is really on disk, seen without the shim

@@ -69,12 +69,12 @@ for p in sys.argv[1:]:
         print(errno.errorcode[e.errno], end=" ")' "$M/../../w1/missing/." "$M/../../w1/missing/..")
 shim_check "mkdir M/../../w1/missing/. and /..: ENOENT, nothing made ($s)" \
   test "$s" = "ENOENT ENOENT " -a ! -e w1/missing
-# a directory others may use, on the same file system as $WORK, whose first path component starts with another
-# byte than every mount's: a spelling there is "outside every mount" by the shim's fast path (sh_outside)
+# a directory of the test's own whose first path component starts with another byte than every mount's (they are
+# under $WORK): a spelling there is "outside every mount" by the shim's fast path (sh_outside)
 OB=
-for b in /var/tmp /tmp /root "$HOME"; do
+for b in /var/tmp /tmp /dev/shm /root; do
   f=${b#/}; w=${WORK#/}
-  if [ -d "$b" ] && [ "${f:0:1}" != "${w:0:1}" ] && [ "$(stat -c %d "$b")" = "$(stat -c %d "$WORK")" ]; then
+  if [ -d "$b" ] && [ -w "$b" ] && [ "${f:0:1}" != "${w:0:1}" ]; then
     OB=$(mktemp -d "$b/hfs3-writes.XXXXXX") && break
   fi
 done
@@ -104,7 +104,7 @@ for c in sys.argv[2:]:
                     ("open O_RDONLY", lambda: os.close(os.open(p, os.O_RDONLY)))):
         print("%s %s: %s" % ("far" if c != sys.argv[2] else "cache", name, err(f)))'
 spellings=("$HFS3_CACHE_DIR")
-if [ -n "$OB" ]; then ln -s "$HFS3_CACHE_DIR" "$OB/c" && spellings+=("$OB/c"); else echo "SKIP writes-far-side: no directory on $WORK's file system outside its first component"; fi
+if [ -n "$OB" ]; then ln -s "$HFS3_CACHE_DIR" "$OB/c" && spellings+=("$OB/c"); else echo "SKIP writes-far-side: no writable directory outside $WORK's first path component"; fi
 shim python3 -c "$blobcalls" "$(basename "$big")" "${spellings[@]}" >blobcalls.out 2>&1
 cat blobcalls.out
 shim_check "a blob by its cache path and by openat on blobs/: EROFS (a read-only open works)" \
