@@ -110,18 +110,23 @@ wait_flushed "$HFS3_CACHE_DIR"
 # issue 34 item 7: chunk digests that match the served bytes and a whole-file sha256 that does not (a manifest
 # built wrong, or lying): after the chunk checks and healing, the file is never installed, neither in blobs/ nor
 # in the mount's cblobs/
-rclone copy "$WORK/m" s3test:models/m5 || fail "rclone copy m5"
+# (a model of its own, small: 17 MiB, three chunks of 8 MiB; the whole-file path fetches it three times)
+mkdir "$WORK/m5"
+head -c $((17 << 20)) /dev/urandom >"$WORK/m5/model.safetensors"
+cp "$WORK/m/config.json" "$WORK/m5/"
+fetch_publish "$WORK/m5" s3test:models/m5
+big5=$(blob_of "$WORK/m5/model.safetensors")
 wrong=$(printf 'not the file' | sha256sum | cut -d' ' -f1)
-"$HFS3_BIN" show --json s3test:models/m3 | python3 -c 'import json, sys
+"$HFS3_BIN" show --json s3test:models/m5 | python3 -c 'import json, sys
 d = json.load(sys.stdin)
 e = [e for e in d["entries"] if e["path"] == "model.safetensors"][0]
-assert e.get("chunks") and d.get("chunk_size"), "no chunk digests to keep"
+assert len(e.get("chunks", [])) == 3 and d.get("chunk_size"), "not three chunk digests to keep"
 e["sha256"] = sys.argv[1]
 json.dump(d, sys.stdout)' "$wrong" >"$WORK/m5.json" || fail "m5 manifest"
 rclone copyto "$WORK/m5.json" s3test:models/m5/.hfs3/manifest.json || fail "upload m5 manifest"
 no_copy() { # CACHE WHAT: neither the claimed nor the real sha256 of model.safetensors anywhere in the cache's blobs
   local f
-  f=$(find "$1/blobs" "$1"/mounts/*/cblobs -name "$wrong" -o -name "$big" 2>/dev/null | head -1 || true)
+  f=$(find "$1/blobs" "$1"/mounts/*/cblobs -name "$wrong" -o -name "$big5" 2>/dev/null | head -1 || true)
   [ -z "$f" ] || fail "$2: $f was installed"
   [ -z "$(find "$1"/mounts/*/cblobs -type f 2>/dev/null | head -1 || true)" ] || fail "$2: cblobs/ holds $(ls "$1"/mounts/*/cblobs)"
 }
