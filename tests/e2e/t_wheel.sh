@@ -99,6 +99,15 @@ ign=$((16#$(sed -n 2p "$WORK/run.out" | awk '{print $2}')))
 (( ign & (1 << (25 - 1)) )) && fail "hfs3-manifest run: the program starts with SIGXFSZ ignored"
 ok "hfs3-manifest run: LD_PRELOAD=$shim; SIGPIPE and SIGXFSZ not ignored in the program (the launcher is Python)"
 
+# LD_PRELOAD set by hand from hfs3.shim_path(), a cache of its own: the shim runs the wheel's helper, found beside
+# itself (../bin)
+out=$(LD_PRELOAD=$shim HFS3_MOUNTS=/models/q2=s3test:models/qwen HFS3_CACHE_DIR=$WORK/cache2 HFS3_LOG=debug cat /models/q2/config.json 2>"$WORK/pre.err") ||
+  { cat "$WORK/pre.err"; fail "cat through LD_PRELOAD=hfs3.shim_path()"; }
+[ "$out" = "$(cat "$WORK/m/config.json")" ] || fail "LD_PRELOAD=hfs3.shim_path(): config.json differs from the local one"
+grep -q "helper: $pkg/lib/../bin/hfs3-manifest (beside the library)" "$WORK/pre.err" ||
+  { grep 'helper:' "$WORK/pre.err"; fail "LD_PRELOAD=hfs3.shim_path(): the shim did not run the wheel's helper beside it"; }
+ok "LD_PRELOAD=\$(python -c 'import hfs3; print(hfs3.shim_path())'): config.json as the local one, the helper beside the shim"
+
 # pip uninstall takes every file back (the cache is not the package's)
 "$HFS3_PY" -m pip --python "$V/bin/python" uninstall -y -q hfs3 >"$WORK/pip.log" 2>&1 || { cat "$WORK/pip.log"; fail "pip uninstall"; }
 left=$(find "$V" -name '*hfs3*')
