@@ -53,6 +53,21 @@ diff <(exports "$HFS3_SHIM") <(exports "$shim") >"$WORK/exports.diff" ||
   { cat "$WORK/exports.diff"; fail "the wheel's shim exports other symbols than the Makefile's"; }
 readelf -d "$shim" | grep -q 'FLAGS_1.*NODELETE' || fail "the wheel's shim is not -z nodelete"
 readelf -d "$shim" | grep -q 'FLAGS_1.*NOW' || fail "the wheel's shim is not -z now"
+# the same compiler and linker flags as the Makefile's, each target's set of them: `make -n` of a build of its own
+# against the commands Ninja ran for make wheel (the compiled-in PREFIX and the version's quoting left out)
+flags() {
+  sed 's/^: && //' | awk '$1 ~ /(^|\/)(cc|gcc|clang)$/' | tr ' ' '\n' | grep '^-' |
+    grep -v -x -e '-o' -e '-c' -e '-MD' -e '-MT' -e '-MF' |
+    grep -v -e '^-I' -e '^-DHFS3_VERSION=' -e '^-DHFS3_PREFIX=' -e '^-DHFS3_INSTALLED_HELPER=' -e '^-D[a-z0-9]*_EXPORTS$' | sort -u
+}
+[ -f "$HFS3_ROOT/$BUILD/skbuild/build.ninja" ] || fail "make wheel did not build with Ninja: scripts/deps.sh installs ninja-build"
+for t in lib/libhfs3shim.so:hfs3shim bin/hfs3-manifest:hfs3-manifest; do
+  env -u CFLAGS make -n -s --no-print-directory -C "$HFS3_ROOT" CC=cc BUILD="$WORK/nb" "$WORK/nb/${t%%:*}" | flags >"$WORK/make.flags"
+  ninja -C "$HFS3_ROOT/$BUILD/skbuild" -t commands "${t#*:}" | flags >"$WORK/cmake.flags"
+  [ -s "$WORK/make.flags" ] || fail "make -n ${t%%:*}: no compiler command"
+  diff "$WORK/make.flags" "$WORK/cmake.flags" >"$WORK/flags.diff" ||
+    { cat "$WORK/flags.diff"; fail "CMakeLists.txt builds ${t#*:} with other flags than the Makefile (<: make, >: cmake)"; }
+done
 # the helper: its libraries from the wheel (hfs3.libs), from the system only what every manylinux system has
 helper=$pkg/bin/hfs3-manifest
 nm -D --defined-only "$helper" | grep -q ' hfs3_helper_process$' || fail "the wheel's helper does not export hfs3_helper_process"
@@ -70,7 +85,7 @@ for so in $system; do
   case "$so" in libc.so.6|libm.so.6|libexpat.so.1|libz.so.1|libresolv.so.2|libpthread.so.0|libdl.so.2|librt.so.1) ;;
     *) cat "$WORK/libs"; fail "the wheel's helper takes $so from the system: not in the manylinux policy" ;; esac
 done
-ok "the wheel's shim: libc only, the Makefile shim's $(exports "$shim" | wc -l) symbols, -z now/nodelete; its helper: libcurl, libcrypto, cJSON from hfs3.libs, from the system only $(echo $system)"
+ok "CMakeLists.txt's flags are the Makefile's; the wheel's shim: libc only, the Makefile shim's $(exports "$shim" | wc -l) symbols, -z now/nodelete; its helper: libcurl, libcrypto, cJSON from hfs3.libs, from the system only $(echo $system)"
 
 # a model, uploaded; loaded by the fresh venv's Python through `hfs3-manifest run` (the wheel's shim preloaded by its
 # path, the wheel's helper fetching), and from the local folder in the same process: one start of torch, not two
