@@ -21,7 +21,7 @@ out=$(env -u HFS3_HELPER LD_LIBRARY_PATH="$R/lib" LD_PRELOAD=libhfs3shim.so HFS3
 ok "make install layout; LD_PRELOAD=libhfs3shim.so by bare name; the helper found beside the library"
 
 # README's container image recipe, as written (docker does not run here): a builder stage that makes the wheel, on
-# Debian 12 as here; its packages are exactly those that build it (a C compiler, pkg-config, CMake and the -dev
+# Debian 12 as here; its packages are exactly those that build it (a C compiler, pkg-config, CMake, Ninja and the -dev
 # packages of the libraries the helper links), all in scripts/deps.sh; its pip pins are requirements.txt's; `make
 # wheel` with an absolute BUILD whose wheel/ the serving stage copies; the serving stage is the vLLM image of the
 # version `make vllm-check` tests, plus `pip install` of the wheel and no other package (t_wheel: the wheel carries
@@ -47,7 +47,7 @@ if command -v dpkg >/dev/null; then
          tr ' ' '\n' | grep . | sort -u)
   # the -dev package of each library the helper links (CMakeLists.txt as the Makefile's LIBS), by its lib*.so
   libs=$(sed -n 's/^LIBS *:= *//p' "$HFS3_ROOT/Makefile" | tr ' ' '\n' | sed -n 's/^-l//p' | grep -vx pthread)
-  have=$({ printf '%s\n' build-essential pkg-config cmake
+  have=$({ printf '%s\n' build-essential pkg-config cmake ninja-build
            for l in $libs; do dpkg -S "/usr/lib/$(gcc -print-multiarch)/lib$l.so" 2>/dev/null | sed 's/:.*//'; done; } | sort -u)
   [ "$want" = "$have" ] || fail "README Dockerfile builder packages '$(echo $want)', the build needs '$(echo $have)'"
   for p in $want; do grep -q "\b$p\b" "$HFS3_ROOT/scripts/deps.sh" || fail "README Dockerfile: $p is not in scripts/deps.sh"; done
