@@ -89,6 +89,8 @@ ok "CMakeLists.txt's flags are the Makefile's; the wheel's shim: libc only, the 
 
 # a model, uploaded; loaded by the fresh venv's Python through `hfs3-manifest run` (the wheel's shim preloaded by its
 # path, the wheel's helper fetching), and from the local folder in the same process: one start of torch, not two
+# the packaging is under test, not the server: not repeated against RGW (t_real_clients loads through both)
+export S3_SERVER=node
 s3env_start "$WORK"; trap s3env_stop EXIT
 unset HF_TOKEN HF_ENDPOINT TRANSFORMERS_CACHE HF_HUB_CACHE HF_HUB_OFFLINE
 export HF_HOME=$WORK/hf-home HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error \
