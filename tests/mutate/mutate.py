@@ -112,6 +112,11 @@ def scratch_copy():
     nm = os.path.join(ROOT, "node_modules")
     if os.path.exists(nm):
         os.symlink(os.path.realpath(nm), os.path.join(d, "node_modules"))
+    # the project's venv too (ignored, so not copied): without it the tests of the real clients and t_wheel skip,
+    # and every mutation they are named for would survive
+    venv = os.path.join(ROOT, ".venv")
+    if os.path.exists(os.path.join(venv, "bin", "python")) and "HFS3_PY" not in os.environ:
+        os.symlink(os.path.realpath(venv), os.path.join(d, ".venv"))
     return d
 
 
