@@ -181,7 +181,7 @@ static void hub_refresh(struct sh_mount *h)
     struct stat st;
     struct hub_fresh f = {p, sh_r.stat(p, &st) == 0 ? stamp(&st) : 0};
     char *argv[] = {NULL, "_index", "--lock-fd", "3", h->remote, NULL};
-    struct sh_lockjob j = {lk, list_fresh, &f, argv, 0, NULL, NULL, NULL, 0};
+    struct sh_lockjob j = {lk, list_fresh, &f, argv, 0, NULL, NULL, NULL, 0, 0, NULL};
     sh_log(2, "%s: checking the repository list of %s", h->path, h->remote);
     sh_run_locked(&j);
     time_t mt = 0;

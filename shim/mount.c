@@ -89,7 +89,7 @@ static int run_index(struct sh_mount *m, const char *idx, const struct stat *st,
     /* with a cached index the helper itself warns (once) when it has to fall back to it; offline, only an
      * index installed while we waited (its stamp changed) spares the check */
     struct fresh f = {idx, st ? stamp_of(st) : 0, m->dir, sh_offline ? 0 : ttl};
-    struct sh_lockjob j = {lk, index_fresh, &f, argv, !st, NULL, NULL, NULL, 0};
+    struct sh_lockjob j = {lk, index_fresh, &f, argv, !st, NULL, NULL, NULL, 0, 0, NULL};
     sh_log(2, !sh_offline ? "%s: refreshing the manifest of %s" :
            st ? "%s: checking that %s still resolves to the endpoint of its cached manifest" :
            "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
