@@ -82,10 +82,16 @@ struct sh_mount {
     int ready;                 /* atomic: the sub-mount slot is filled in */
     long loaded_at;            /* atomic: when load() last ran (a broken sub-mount is looked at again later) */
     int check_due;             /* atomic: mapped offline by a vfork child, the helper's endpoint check not run yet */
+    int sub_failed;            /* atomic, a hub's: its repositories that failed to load in this process (one logged) */
 };
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
-#define SH_SUB_MAX 8192              /* sub-mount slots (repositories of hubs looked at in one process) */
+/* Sub-mount slots (repositories of hubs entered in one process, hub.c): reserved MAP_NORESERVE, so memory is the
+ * limit (a slot's pages are touched when it is used, ~12 KiB); 8192 where the kernel refuses the reservation.
+ * A repository that fails to load takes none (issue 33 item 4). */
+#define SH_SUB_MAX (1 << 20)
+#define SH_SUB_MIN 8192
+extern int sh_sub_max;               /* the slots reserved: SH_SUB_MAX, SH_SUB_MIN, or HFS3_TEST_SUB_MAX (tests) */
 extern char sh_cache[SH_PATH];
 extern char sh_test_boot_id[37];
 
@@ -402,6 +408,7 @@ int sh_mount_get(struct sh_mount *m);
 
 /* --- hub.c: one mount for a whole hub prefix ----------------------------------------------------------- */
 extern long sh_hub_ttl;   /* HFS3_HUB_TTL (default HFS3_MANIFEST_TTL) */
+int sh_mount_probe(struct sh_mount *m);
 extern int sh_nsubs;      /* sub-mount slots claimed */
 /* With m's refresh done and no valid index: 1 when its mounts/K/repos makes it a hub (m->hub set). */
 int sh_hub_load(struct sh_mount *m);
