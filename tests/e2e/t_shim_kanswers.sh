@@ -55,6 +55,12 @@ shim_check "a cached file: its copy's blocks (sparse: $(stat -c %b "$z"); shim: 
   test "$(shim stat -c %b "$M/bk/zeros")" = "$(stat -c %b "$z")"
 shim_check "fstat of the open file: the same blocks" \
   test "$(shim python3 -c 'import os, sys; print(os.fstat(os.open(sys.argv[1], os.O_RDONLY)).st_blocks)' "$M/bk/zeros")" = "$(stat -c %b "$z")"
+shim_check "statx(fd, \"\", AT_EMPTY_PATH) of the open file (Rust's File::metadata): the same blocks" \
+  test "$(shim python3 -c 'import ctypes, os, struct, sys
+c = ctypes.CDLL(None, use_errno=True)
+b = ctypes.create_string_buffer(256)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(struct.unpack_from("Q", b, 48)[0] if c.statx(fd, b"", 0x1000, 0xfff, b) == 0 else "error")' "$M/bk/zeros")" = "$(stat -c %b "$z")"
 shim_check "du -ak over the files not sparse: as the source's" \
   test "$(cd "$src" && du -ak --exclude=zeros . | sort -k2)" = "$(cd "$M/bk" 2>/dev/null; shim du -ak --exclude=zeros "$M/bk" | sed "s|$M/bk|.|" | sort -k2)"
 for w in . ..; do
