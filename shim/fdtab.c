@@ -174,7 +174,11 @@ int sh_fd_stat(int fd, struct stat *st)
         const struct sh_mount *m = &sh_mounts[f.m];
         if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2 || m->broken)
             return 0;
+        blkcnt_t b = st->st_blocks;
+        int blob = S_ISREG(st->st_mode);   /* the copy itself (an O_PATH one of a file not cached: its parent) */
         sh_stat_synth(m, f.e, st);
+        if (blob)
+            st->st_blocks = b;
     } else {
         dir_answer(&f, st);
     }
@@ -189,8 +193,13 @@ void sh_fd_after(int fd, struct stat *st)
         if (c.kind && st->st_dev == c.dev && st->st_ino == c.ino) {
             if (c.kind == FD_FILE) {
                 const struct sh_mount *m = &sh_mounts[c.m];
-                if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken)
+                if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken) {
+                    blkcnt_t b = st->st_blocks;
+                    int blob = S_ISREG(st->st_mode);   /* as in sh_fd_stat */
                     sh_stat_synth(m, c.e, st);
+                    if (blob)
+                        st->st_blocks = b;
+                }
             } else {
                 dir_answer(&c, st);
             }
@@ -215,6 +224,33 @@ void sh_fd_untracked(int fd, struct stat *st)
             st->st_mode = (st->st_mode & S_IFMT) | 0555;   /* what stat of its path says (sh_stat_skel) */
     }
     errno = e;
+}
+
+int sh_at_untracked(int d, const char *p, struct stat *st, int follow)
+{
+    /* AT_FDCWD: the cwd's state says where it is (path.c), an inherited one included */
+    if (sh_nmounts <= 0 || d < 0 || !p || p[0] == '/' || sh_fd_ours(d))
+        return 0;
+    int e = errno, done = 0;
+    SH_SCRATCH(t);
+    char pp[32], *real = t->a, *lg = t->b;
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", d);
+    ssize_t k = sh_r.readlink(pp, real, SH_SCR - 1);
+    if (k > 0) {
+        real[k] = 0;
+        if (sh_map_back(real, lg, SH_PATH) && (size_t)snprintf(t->c, SH_SCR, "%s%s%s", lg, *p ? "/" : "", p) < SH_PATH) {
+            SH_LOC(l);
+            struct stat s2;
+            if (sh_classify_abs(t->c, &l) != L_NONE)
+                done = sh_stat(&l, follow, &s2) == 0;
+            else
+                done = (follow ? sh_r.stat : sh_r.lstat)(l.kpath ? l.kpath : t->c, &s2) == 0;
+            if (done)
+                *st = s2;
+        }
+    }
+    errno = e;
+    return done;
 }
 
 int sh_fd_dirloc(int fd, struct sh_loc *l)

@@ -444,6 +444,43 @@ static int sig_wait(const sigset_t *old, long ms)
 /* Threads of this process in lock_wait: many of them poll less often each. */
 static int lock_waiters;
 
+/* What a cold open holds while it waits (issue 33 item 3): released when a pthread_cancel ends the wait. */
+struct cancel_ctx {
+    int fd;          /* the lock descriptor waited on */
+    pid_t helper;    /* the helper this open started (0: none yet): left running for the next caller, reaped later */
+    int *pin;        /* the open's pin */
+};
+
+static void on_cancel(void *arg)
+{
+    const struct cancel_ctx *c = arg;
+    lock_close(c->fd, 0);   /* never held here: the wait had not got it */
+    if (c->helper > 0)
+        pending_add(c->helper);
+    if (c->pin && *c->pin >= 0) {
+        sh_unpin(*c->pin);
+        *c->pin = -1;
+    }
+    __atomic_sub_fetch(&lock_waiters, 1, __ATOMIC_RELAXED);
+    sh_scratch_drop_mine();   /* the frames' scratch: the forced unwind skips their cleanups */
+}
+
+/* The one place a cold open can be cancelled (sh_open keeps cancellation disabled everywhere else, so that no
+ * cancellation point inside it - open, read, close, nanosleep, waitpid - unwinds it halfway, and a close that
+ * acted could not be told from one that did not): between two polls of the wait, which is where a fetch of
+ * minutes keeps the thread, and where everything the open holds is known. A pending cancel unwinds from here
+ * through on_cancel; none, and the wait goes on with cancellation disabled again. A host that had cancellation
+ * disabled never gets here (j->cancel 0). Out of line: the unwind buffer stays off lock_wait's frame. */
+static __attribute__((noinline)) void cancel_point(int fd, const struct sh_lockjob *j, pid_t helper)
+{
+    struct cancel_ctx c = {fd, helper, j->pin};
+    pthread_cleanup_push(on_cancel, &c);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    pthread_testcancel();
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    pthread_cleanup_pop(0);
+}
+
 /* Waits until fd holds LOCK_EX, polling LOCK_NB every 5 ms (20 ms with 60 or more threads waiting): what a
  * poll oversleeps a fetch's end by is on the program's critical path, once per file it opens (bench/: a cold
  * load opens 6 files). A signal ends the wait as it would end a blocking flock (sig_wait): a host's Ctrl-C
@@ -467,6 +504,8 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     for (;;) {
         if ((rc = sig_wait(&old, wait < 20 ? wait : 20)) < 0)
             break;
+        if (j->cancel)
+            cancel_point(fd, j, helper);
         wait = 5 + __atomic_load_n(&lock_waiters, __ATOMIC_RELAXED) / 4;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             rc = 0;

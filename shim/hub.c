@@ -36,15 +36,26 @@ static int full_logged;
 
 struct sh_names {
     size_t len;   /* bytes of data: names, each ended by '\n', sorted bytewise */
+    struct sh_failed *failed;   /* which of them failed to load (issue 33 item 4); NULL: not kept */
     char data[];
 };
 
-/* 1 when the hub's current list has name (binary search over its lines) */
-static int names_has(const struct sh_mount *h, const char *name, size_t n)
+/* The repositories of one list that failed to load in this process: one bit per byte offset of a line start
+ * (len / 8 bytes: 2 MiB for the largest list), so a failed repository holds no sub-mount slot and is not loaded
+ * (nor logged) again; forgotten after HFS3_HUB_TTL online, as the slot of a broken one was looked at again. */
+struct sh_failed {
+    long epoch;              /* atomic: when the bits were last cleared */
+    unsigned char bits[];
+};
+
+/* The line offset of name in the hub's current list (binary search over its lines), or -1; *sp the list. */
+static long names_pos(const struct sh_mount *h, const char *name, size_t n, const struct sh_names **sp)
 {
     const struct sh_names *s = __atomic_load_n((struct sh_names **)&h->names, __ATOMIC_ACQUIRE);
+    if (sp)
+        *sp = s;
     if (!s)
-        return 0;
+        return -1;
     const char *d = s->data;
     size_t lo = 0, hi = s->len;   /* both at line starts */
     while (lo < hi) {
@@ -57,13 +68,43 @@ static int names_has(const struct sh_mount *h, const char *name, size_t n)
         if (r == 0)
             r = ln < n ? -1 : ln > n ? 1 : 0;
         if (r == 0)
-            return 1;
+            return (long)mid;
         if (r < 0)
             lo = (size_t)(e - d) + 1;
         else
             hi = mid;
     }
-    return 0;
+    return -1;
+}
+
+static int names_has(const struct sh_mount *h, const char *name, size_t n)
+{
+    return names_pos(h, name, n, NULL) >= 0;
+}
+
+/* 1 when repository name of hub h failed to load in this process (and, online, less than HFS3_HUB_TTL ago) */
+static int failed_get(const struct sh_mount *h, const char *name, size_t n)
+{
+    const struct sh_names *s;
+    long pos = names_pos(h, name, n, &s);
+    if (pos < 0 || !s->failed)
+        return 0;
+    struct sh_failed *f = s->failed;
+    long now = (long)time(NULL), ep = __atomic_load_n(&f->epoch, __ATOMIC_ACQUIRE);
+    if (!sh_offline && (now - ep >= sh_hub_ttl || now < ep) && !sh_in_vfork() &&
+        __atomic_compare_exchange_n(&f->epoch, &ep, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        memset(f->bits, 0, (s->len + 7) / 8);   /* bits are hints: a race costs one more load */
+        return 0;
+    }
+    return (__atomic_load_n(&f->bits[pos / 8], __ATOMIC_ACQUIRE) >> (pos % 8)) & 1;
+}
+
+static void failed_set(const struct sh_mount *h, const char *name, size_t n)
+{
+    const struct sh_names *s;
+    long pos = names_pos(h, name, n, &s);
+    if (pos >= 0 && s->failed && !sh_in_vfork())
+        __atomic_or_fetch(&s->failed->bits[pos / 8], (unsigned char)(1u << (pos % 8)), __ATOMIC_ACQ_REL);
 }
 
 /* Reads and checks mounts/K/repos of hub h (the shim's trust rules, as for the index); publishes it unless
@@ -124,6 +165,12 @@ static int read_list(struct sh_mount *h, time_t *mtime)
         munmap(s, map);
         return 1;
     }
+    struct sh_failed *f = mmap(NULL, sizeof *f + (len + 7) / 8, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (f != MAP_FAILED) {
+        f->epoch = (long)time(NULL);
+        s->failed = f;
+    }
     mprotect(s, map, PROT_READ);
     __atomic_store_n((struct sh_names **)&h->names, s, __ATOMIC_RELEASE);
     return 1;
@@ -181,7 +228,7 @@ static void hub_refresh(struct sh_mount *h)
     struct stat st;
     struct hub_fresh f = {p, sh_r.stat(p, &st) == 0 ? stamp(&st) : 0};
     char *argv[] = {NULL, "_index", "--lock-fd", "3", h->remote, NULL};
-    struct sh_lockjob j = {lk, list_fresh, &f, argv, 0, NULL, NULL, NULL, 0};
+    struct sh_lockjob j = {lk, list_fresh, &f, argv, 0, NULL, NULL, NULL, 0, 0, NULL};
     sh_log(2, "%s: checking the repository list of %s", h->path, h->remote);
     sh_run_locked(&j);
     time_t mt = 0;
@@ -222,31 +269,15 @@ static int sub_find(int hub, const char *name, size_t n)
     return -1;
 }
 
-/* The sub-mount of repository name of hub: found, or claimed and filled in. -errno when none can be had. */
-static int hub_sub(int hub, const char *name, size_t n)
+/* Fills m as the sub-mount of repository name of hub (path, REMOTE, key, dir). 0, or -ENAMETOOLONG. */
+static int sub_fill(struct sh_mount *m, int hub, const char *name, size_t n)
 {
-    const size_t mask = SH_SUB_HASH - 1;
-    size_t home = (size_t)hash(hub, name, n) & mask, b;
-    int found = sub_find(hub, name, n);
-    if (found >= 0)
-        return found;
-    if (sh_in_vfork())
-        return -EAGAIN;
-    int k = __atomic_fetch_add(&sh_nsubs, 1, __ATOMIC_ACQ_REL);
-    if (k >= SH_SUB_MAX) {
-        __atomic_store_n(&sh_nsubs, SH_SUB_MAX, __ATOMIC_RELEASE);
-        if (!__atomic_exchange_n(&full_logged, 1, __ATOMIC_ACQ_REL))
-            sh_log(0, "%s: more than %d repositories looked at in one process: %.*s and later ones fail",
-                   sh_mounts[hub].path, SH_SUB_MAX, (int)n, name);
-        return -ENOSPC;
-    }
     const struct sh_mount *h = &sh_mounts[hub];
-    struct sh_mount *m = &sh_mounts[sh_nmounts + k];
     size_t rl = strlen(h->remote);
     while (rl > 0 && h->remote[rl - 1] == '/')
         rl--;
     if (h->len + 1 + n >= sizeof m->path || rl + 1 + n >= sizeof m->remote)
-        return -ENAMETOOLONG;   /* the slot stays unused */
+        return -ENAMETOOLONG;
     memcpy(m->path, h->path, h->len);
     m->path[h->len] = '/';
     memcpy(m->path + h->len + 1, name, n);
@@ -262,6 +293,53 @@ static int hub_sub(int hub, const char *name, size_t n)
         return -ENAMETOOLONG;
     m->sub = 1;
     m->hubm = hub;
+    return 0;
+}
+
+/* The sub-mount of repository name of hub: found, or loaded and then given a slot. -errno when none can be had:
+ * -EIO for a repository that failed to load (issue 33 item 4: it holds no slot, so that a hub of 100,000
+ * repositories, most not cached, offline, leaves room for every cached one; it is not loaded again, and only the
+ * hub's first failure is logged, its count at exit), -ENOSPC when the slots reserved are all taken. The load runs
+ * on a private copy (mount.c's sh_mount_probe), published into a slot only when it has an index. */
+static int hub_sub(int hub, const char *name, size_t n)
+{
+    const size_t mask = SH_SUB_HASH - 1;
+    size_t home = (size_t)hash(hub, name, n) & mask, b;
+    int found = sub_find(hub, name, n);
+    if (found >= 0)
+        return found;
+    if (sh_in_vfork())
+        return -EAGAIN;
+    if (failed_get(&sh_mounts[hub], name, n))
+        return -EIO;
+    struct sh_mount *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        return -ENOMEM;
+    int rc = sub_fill(c, hub, name, n);
+    if (rc == 0 && sh_mount_probe(c) < 0) {
+        failed_set(&sh_mounts[hub], name, n);
+        rc = -EIO;
+    }
+    if (rc < 0) {
+        munmap(c, sizeof *c);
+        return rc;
+    }
+    if ((found = sub_find(hub, name, n)) >= 0) {   /* another thread published it while this one loaded */
+        munmap(c, sizeof *c);   /* (its index mapping stays: a few pages, once per such race) */
+        return found;
+    }
+    int k = __atomic_fetch_add(&sh_nsubs, 1, __ATOMIC_ACQ_REL);
+    if (k >= sh_sub_max) {
+        __atomic_store_n(&sh_nsubs, sh_sub_max, __ATOMIC_RELEASE);
+        munmap(c, sizeof *c);
+        if (!__atomic_exchange_n(&full_logged, 1, __ATOMIC_ACQ_REL))
+            sh_log(0, "%s: more than %d repositories entered in one process (the memory reserved for them): %.*s "
+                   "and later ones fail", sh_mounts[hub].path, sh_sub_max, (int)n, name);
+        return -ENOSPC;
+    }
+    struct sh_mount *m = &sh_mounts[sh_nmounts + k];
+    memcpy(m, c, sizeof *m);   /* loaded (state 2), ready 0 until published below */
+    munmap(c, sizeof *c);
     __atomic_store_n(&m->ready, 1, __ATOMIC_RELEASE);
     for (b = home;; b = (b + 1) & mask) {
         uint32_t v = 0;
@@ -272,6 +350,17 @@ static int hub_sub(int hub, const char *name, size_t n)
             __atomic_store_n(&m->ready, 0, __ATOMIC_RELEASE);
             return sh_nmounts + (int)v - 1;
         }
+    }
+}
+
+/* At exit: how many repositories of each hub failed to load (only the first was logged, with its reason). */
+__attribute__((destructor)) static void hub_failures(void)
+{
+    for (int i = 0; i < sh_nmounts; i++) {
+        int k = __atomic_load_n(&sh_mounts[i].sub_failed, __ATOMIC_ACQUIRE);
+        if (sh_mounts[i].hub && k > 1)
+            sh_log(0, "%s: %d repositories of %s could not be loaded in this process: the first said why above, "
+                   "the others were not logged", sh_mounts[i].path, k, sh_mounts[i].remote);
     }
 }
 
@@ -301,10 +390,13 @@ void sh_hub_classify(struct sh_loc *l)
 int sh_hub_late(const struct sh_loc *l)
 {
     const struct sh_mount *h = &sh_mounts[l->m];
-    size_t n = strlen(l->rel);
-    if (!h->hub || l->raw || l->rel[strcspn(l->rel, "/")] || !names_has(h, l->rel, n))
+    size_t n = strcspn(l->rel, "/");
+    if (!h->hub || l->raw || !names_has(h, l->rel, n))
         return -ENOENT;
-    return hub_sub(l->m, l->rel, n);
+    int k = hub_sub(l->m, l->rel, n);
+    if (l->rel[n])
+        return k < 0 ? k : -ENOENT;   /* inside a repository that has no slot: why (EIO: it failed to load) */
+    return k;
 }
 
 /* CACHE/mounts/<key>/tree of repository name of hub h into out: the directory stat gives it once its manifest
@@ -406,7 +498,7 @@ int sh_hub_map(const char *r, char *out, size_t outn)
     if (strlen(r) < 21 || strncmp(r + 16, "/tree", 5) || (r[21] && r[21] != '/'))
         return 0;
     int ns = __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < ns && i < SH_SUB_MAX; i++) {
+    for (int i = 0; i < ns && i < sh_sub_max; i++) {
         const struct sh_mount *m = &sh_mounts[sh_nmounts + i];
         if (__atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && !strncmp(r, m->key, 16))
             return (size_t)snprintf(out, outn, "%s%s", m->path, r + 21) < outn;

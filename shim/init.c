@@ -23,6 +23,7 @@ struct sh_mount *sh_mounts;
 int sh_nmounts;
 int sh_wguard_on;
 char sh_cache[SH_PATH];
+int sh_sub_max = SH_SUB_MAX;
 char sh_test_boot_id[37]; /* HFS3_TEST_BOOT_ID (tests only: a simulated reboot, include/hfs3/durable.h) */
 
 char sh_helper_env[SH_PATH];
@@ -73,10 +74,11 @@ static void after_fork_child(void)
     sh_scratch_after_fork();   /* first: what follows takes scratch buffers */
     /* a load interrupted by fork in another thread would never finish here: start it again */
     int nall = sh_nmounts + __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);   /* hub.c's sub-mounts too */
-    for (int i = 0; i < nall && i < sh_nmounts + SH_SUB_MAX; i++) {
+    for (int i = 0; i < nall && i < sh_nmounts + sh_sub_max; i++) {
         if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
             __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sh_mounts[i].hub_busy, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&sh_mounts[i].sub_failed, 0, __ATOMIC_RELEASE);   /* the parent says its own count */
     }
     sh_cache_after_fork();
     sh_locks_after_fork();
@@ -155,8 +157,16 @@ static void parse_env(void)
     size_t cap = 1;
     for (const char *q = ms; *q; q++)
         cap += *q == ';';
-    void *tab = mmap(NULL, (cap + SH_SUB_MAX) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
+    const char *tv = getenv("HFS3_TEST_SUB_MAX");   /* tests only: a ceiling a test can reach */
+    if (tv && atoi(tv) > 0 && atoi(tv) < SH_SUB_MAX)
+        sh_sub_max = atoi(tv);
+    void *tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (tab == MAP_FAILED && sh_sub_max > SH_SUB_MIN) {   /* strict overcommit counts the reservation */
+        sh_sub_max = SH_SUB_MIN;
+        tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
     if (tab == MAP_FAILED) {
         env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
         return;

@@ -89,7 +89,7 @@ static int run_index(struct sh_mount *m, const char *idx, const struct stat *st,
     /* with a cached index the helper itself warns (once) when it has to fall back to it; offline, only an
      * index installed while we waited (its stamp changed) spares the check */
     struct fresh f = {idx, st ? stamp_of(st) : 0, m->dir, sh_offline ? 0 : ttl};
-    struct sh_lockjob j = {lk, index_fresh, &f, argv, !st, NULL, NULL, NULL, 0};
+    struct sh_lockjob j = {lk, index_fresh, &f, argv, !st, NULL, NULL, NULL, 0, 0, NULL};
     sh_log(2, !sh_offline ? "%s: refreshing the manifest of %s" :
            st ? "%s: checking that %s still resolves to the endpoint of its cached manifest" :
            "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
@@ -121,6 +121,8 @@ static void check_now(struct sh_mount *m)
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
 }
+
+static int sub_quiet(const struct sh_mount *m);
 
 static void load(struct sh_mount *m)
 {
@@ -211,7 +213,8 @@ static void load(struct sh_mount *m)
     } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
-        if (said_no)
+        /* a hub's repository after the hub's first failure: counted (said at exit, hub.c), not logged */
+        if (said_no || sub_quiet(m))
             ;   /* the helper said why on its stderr, kept with an index cached: one line, not two */
         else if (why[0])   /* the helper's line names the remote */
             sh_log(0, "%s: %s", m->path, why);
@@ -250,6 +253,27 @@ static void load_now(struct sh_mount *m)
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
+}
+
+/* A hub's repository loaded on a private copy (hub.c's hub_sub), before it has a slot: 0 with an index, -1
+ * broken (no slot is taken for it). Cancellation off as in load_now. */
+int sh_mount_probe(struct sh_mount *m)
+{
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    __atomic_store_n(&m->state, 1, __ATOMIC_RELAXED);
+    load(m);
+    __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
+    __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
+    pthread_setcancelstate(cs, NULL);
+    return __atomic_load_n(&m->broken, __ATOMIC_ACQUIRE) ? -1 : 0;
+}
+
+/* A repository of a hub that failed to load: 1 when it is not the hub's first in this process (not logged: the
+ * count is, at exit, hub.c). */
+static int sub_quiet(const struct sh_mount *m)
+{
+    return m->sub && __atomic_add_fetch(&sh_mounts[m->hubm].sub_failed, 1, __ATOMIC_ACQ_REL) > 1;
 }
 
 /* A vfork child (subprocess(cwd=M/dirlink) before the parent looked at the mount): a cached index that needs no

@@ -157,7 +157,7 @@ static int never_done(const void *arg)
  * blob is there (it went away between this and the open: a gc removed it). Whenever it goes past the fast
  * path it pins the blob first (sh_pin; *pin: the descriptor, -1 none), so that what it fetched or found is
  * still there when the caller opens it; the caller unpins (sh_unpin) once the open is done, in every case. */
-static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force, int *pin)
+static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force, int *pin, int cancel)
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
@@ -203,7 +203,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     char *label = t->c;
     snprintf(label, SH_SCR, "%s/%s", m->path, sh_epath(m, e));
     struct sh_lockjob j = {lk, foreign ? never_done : blob_there, &bf, argv, 1, tmp, hex, label,
-                           (unsigned long long)m->ents[e].size};
+                           (unsigned long long)m->ents[e].size, cancel, pin};
     sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
            (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
     struct err_before eb = {0, {0, 0}};
@@ -262,9 +262,76 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     return -EIO;
 }
 
+/* O_PATH of file entry e when a usable copy is in the cache (never a fetch): a path descriptor of the blob, which
+ * the kernel re-opens through /proc/self/fd/N as the file. fd, or -1: none there, another user's under
+ * HFS3_VERIFY_FOREIGN=1, or not trusted (the caller falls back to the parent's skeleton). */
+static int path_of_blob(struct sh_mount *m, uint32_t e, char *blob, int keep)
+{
+    char hex[65];
+    hexs(m->ents[e].sha256, hex);
+    struct blob_find bf = {blob, SH_SCR, hex, m->key};
+    if (sh_cache_ready() < 0 || !find_blob(&bf) || blob_foreign(blob))
+        return -1;
+    int fd = sh_cache_open(blob, O_PATH | (keep & O_CLOEXEC), 0);
+    struct stat st;
+    if (fd >= 0 && (!sh_trusted_file(fd, blob) || sh_r.fstat(fd, &st) < 0 ||
+                    (uint64_t)st.st_size != m->ents[e].size)) {
+        sh_r.close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The data open of file entry e (the blob, fetched first when missing): fd, or -errno. cancel: the host has
+ * cancellation enabled (sh_open turned it off for this call). */
+static int open_data(struct sh_mount *m, uint32_t e, char *rp, int keep, int cancel)
+{
+    int rc, fd;
+    /* before this file's own fetch: the prefetcher takes the shards in order from now, and the file
+     * opened here is fetched alongside it (or waited for, where the prefetcher has it) */
+    maybe_prefetch(m, e);
+    int pin = -1;
+    if ((rc = ensure_blob(m, e, rp, SH_SCR, 0, &pin, cancel)) < 0) {
+        sh_unpin(pin);
+        return rc;
+    }
+    /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
+     * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
+    fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
+    if (fd < 0 && errno == ENOENT && !sh_in_vfork()) {
+        /* removed between the check and the open (a gc making room): fetch it once more, pinned; or moved
+         * (the flush promoting a cblobs/ file into blobs/): offline, one more look finds it there */
+        if ((rc = ensure_blob(m, e, rp, SH_SCR, 1, &pin, cancel)) < 0) {
+            sh_unpin(pin);
+            return rc;
+        }
+        fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
+    }
+    int oe = errno;
+    sh_unpin(pin);   /* the open has the file (or failed): a gc may remove the name now */
+    errno = oe;
+    if (fd < 0 && errno == ELOOP) {
+        sh_log(0, "%s: a symlink: not trusted, not read", rp);
+        return -EIO;
+    }
+    if (fd >= 0 && !sh_trusted_file(fd, rp)) {
+        sh_r.close(fd);
+        return -EIO;
+    }
+    if (fd >= 0 && !(keep & O_NONBLOCK))
+        (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (fd >= 0 && !sh_in_vfork())
+        hfs3_shim_lastuse(rp);   /* the lock file's mtime: this blob was used now (gc's LRU) */
+    if (fd < 0)
+        return -errno == -ENOENT ? -EIO : -errno;
+    return fd;
+}
+
 int sh_open(const struct sh_loc *l, int flags, mode_t mode)
 {
-    int keep = flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_PATH);
+    /* O_DIRECT kept: a GPU-direct loader (cuFile, KvikIO, fastsafetensors) reads the blob past the page cache,
+     * and where the cache's file system cannot, the open fails with the kernel's EINVAL (issue 33 item 7) */
+    int keep = flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_PATH | O_DIRECT);
     int wr = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
     SH_SCRATCH(t);
     char *rp = t->a;
@@ -274,6 +341,15 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         /* an ancestor that exists on disk is the host's own */
         fd = sh_r.open(l->path, flags, mode);
         return fd >= 0 ? fd : -errno;
+    }
+    if ((flags & __O_TMPFILE) == __O_TMPFILE) {
+        /* the kernel's order (issue 33 item 6): the flags first (O_TMPFILE needs write access, no O_CREAT),
+         * then the lookup, then the read-only file system: EROFS for a directory, not EISDIR */
+        if ((flags & O_CREAT) || (flags & O_ACCMODE) == O_RDONLY)
+            return -EINVAL;
+        struct stat st;
+        int rc = sh_stat(l, !(flags & O_NOFOLLOW), &st);
+        return rc < 0 ? rc : S_ISDIR(st.st_mode) ? -EROFS : -ENOTDIR;
     }
     if (wr) {
         /* the answers of a read-only file system, in the kernel's order (t_shim_kernel.sh compares) */
@@ -330,48 +406,27 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         return -ENOTDIR;
     if (ty == HFS3_IX_SYMLINK && !(flags & O_PATH))
         return -ELOOP;
-    if (flags & O_PATH) {
-        /* never fetch: a path descriptor on the parent's skeleton dir, with the entry's identity */
+    if ((flags & O_PATH) && ty == HFS3_IX_FILE && (fd = path_of_blob(m, e, rp, keep)) >= 0) {
+        /* the file itself: re-opened through /proc/self/fd/N it is the file (issue 33 item 6) */
+    } else if (flags & O_PATH) {
+        /* never fetch: not in the cache, a path descriptor on the parent's skeleton dir, with the entry's
+         * identity (re-opened through /proc/self/fd/N it is that directory: the one difference left) */
         sh_tree_path(m, sh_epath(m, m->ents[e].parent), rp, SH_SCR);
         if (sh_stat_skel(rp, &st) < 0)
             return -EIO;
         fd = sh_cache_open(rp, O_PATH | O_DIRECTORY | (keep & O_CLOEXEC), 0);
     } else {
-        /* before this file's own fetch: the prefetcher takes the shards in order from now, and the file
-         * opened here is fetched alongside it (or waited for, where the prefetcher has it) */
-        maybe_prefetch(m, e);
-        int pin = -1;
-        if ((rc = ensure_blob(m, e, rp, SH_SCR, 0, &pin)) < 0) {
-            sh_unpin(pin);
-            return rc;
-        }
-        /* O_NONBLOCK: a FIFO planted under the blob's name cannot hang the open; cleared again after the
-         * checks when the caller did not ask for it (regular files ignore it, F_GETFL shows it) */
-        fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
-        if (fd < 0 && errno == ENOENT && !sh_in_vfork()) {
-            /* removed between the check and the open (a gc making room): fetch it once more, pinned; or moved
-             * (the flush promoting a cblobs/ file into blobs/): offline, one more look finds it there */
-            if ((rc = ensure_blob(m, e, rp, SH_SCR, 1, &pin)) < 0) {
-                sh_unpin(pin);
-                return rc;
-            }
-            fd = sh_cache_open(rp, O_RDONLY | O_NONBLOCK | keep, 0);
-        }
-        int oe = errno;
-        sh_unpin(pin);   /* the open has the file (or failed): a gc may remove the name now */
-        errno = oe;
-        if (fd < 0 && errno == ELOOP) {
-            sh_log(0, "%s: a symlink: not trusted, not read", rp);
-            return -EIO;
-        }
-        if (fd >= 0 && !sh_trusted_file(fd, rp)) {
-            sh_r.close(fd);
-            return -EIO;
-        }
-        if (fd >= 0 && !(keep & O_NONBLOCK))
-            (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        if (fd >= 0 && !sh_in_vfork())
-            hfs3_shim_lastuse(rp);   /* the lock file's mtime: this blob was used now (gc's LRU) */
+        /* Cancellation is off for the whole cold open (issue 33 item 3): a thread cancelled at one of the
+         * cancellation points inside (open, read, close, nanosleep, waitpid) was unwound past the pin and the
+         * lock it held, which stayed open for the process's life, and the pin's shared lock kept every gc from
+         * removing the file. A pending cancel acts in the wait on the fetch (helper.c's cancel_point, which
+         * releases them) or at the host's next cancellation point after the open. */
+        int cs;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+        fd = open_data(m, e, rp, keep, cs == PTHREAD_CANCEL_ENABLE);
+        pthread_setcancelstate(cs, NULL);
+        if (fd < 0)
+            return fd;
     }
     if (fd < 0)
         return -errno == -ENOENT ? -EIO : -errno;

@@ -71,3 +71,15 @@ void sh_scratch_after_fork(void)
         if (__atomic_load_n(&owner[i], __ATOMIC_RELAXED) != me)
             __atomic_store_n(&owner[i], 0, __ATOMIC_RELEASE);
 }
+
+/* A thread that a pthread_cancel unwinds from the shim's wait (helper.c's cancel_point): the unwind skips the
+ * scopes' cleanups (the shim is built without -fexceptions: C code's cleanup attributes do not run during
+ * glibc's forced unwind), so the slots its frames took are given back here; all of them, since the whole stack
+ * of the thread goes. A buffer it had mapped because the pool was full stays mapped (32 KiB each, only then). */
+void sh_scratch_drop_mine(void)
+{
+    unsigned long me = (unsigned long)pthread_self();
+    for (int i = 0; i < SH_SLOTS; i++)
+        if (__atomic_load_n(&owner[i], __ATOMIC_RELAXED) == me)
+            __atomic_store_n(&owner[i], 0, __ATOMIC_RELEASE);
+}

@@ -82,10 +82,16 @@ struct sh_mount {
     int ready;                 /* atomic: the sub-mount slot is filled in */
     long loaded_at;            /* atomic: when load() last ran (a broken sub-mount is looked at again later) */
     int check_due;             /* atomic: mapped offline by a vfork child, the helper's endpoint check not run yet */
+    int sub_failed;            /* atomic, a hub's: its repositories that failed to load in this process (one logged) */
 };
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
-#define SH_SUB_MAX 8192              /* sub-mount slots (repositories of hubs looked at in one process) */
+/* Sub-mount slots (repositories of hubs entered in one process, hub.c): reserved MAP_NORESERVE, so memory is the
+ * limit (a slot's pages are touched when it is used, ~12 KiB); 8192 where the kernel refuses the reservation.
+ * A repository that fails to load takes none (issue 33 item 4). */
+#define SH_SUB_MAX (1 << 20)
+#define SH_SUB_MIN 8192
+extern int sh_sub_max;               /* the slots reserved: SH_SUB_MAX, SH_SUB_MIN, or HFS3_TEST_SUB_MAX (tests) */
 extern char sh_cache[SH_PATH];
 extern char sh_test_boot_id[37];
 
@@ -99,6 +105,8 @@ struct sh_scratch *sh_scratch_get(void);
 void sh_scratch_put(struct sh_scratch **s);
 /* In a forked child: the slots of the threads that did not come along are free again. */
 void sh_scratch_after_fork(void);
+/* A thread being cancelled inside the shim (helper.c's cancel_point): every slot it holds is given back. */
+void sh_scratch_drop_mine(void);
 #define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
 
 enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };
@@ -221,6 +229,11 @@ int sh_fd_ours(int fd);
  * not see): a skeleton or ancestor directory of the cache gets the mode stat of its path gives. Only directories
  * without permission bits for others (the cache's, 0700 or 03770) are looked at (one readlink); errno kept. */
 void sh_fd_untracked(int fd, struct stat *st);
+/* After a successful real *at stat relative to a descriptor d the table does not know, whose answer in st is a
+ * directory with no permission bits for others (a skeleton directory of the cache, inherited through exec: issue
+ * 33 item 6): the mount's answer for the logical path (d's mapped back, then p) replaces st. Other results and
+ * descriptors are left alone. 1 when st was replaced; errno kept. */
+int sh_at_untracked(int d, const char *p, struct stat *st, int follow);
 /* After a successful real fstat into st: the shim's answer for a descriptor it returned (the identity stat of its
  * path gives), or sh_fd_untracked's. */
 void sh_fd_after(int fd, struct stat *st);
@@ -371,6 +384,10 @@ struct sh_lockjob {
                                      * (NULL: none; time since the start) */
     const char *label;              /* HFS3_LOG=info: "MOUNT/PATH" for progress lines while waiting (NULL: none) */
     unsigned long long size;        /* the file's size, for those lines */
+    int cancel;                     /* the caller runs with cancellation disabled (a cold open: sh_open) but its
+                                     * host had it enabled: the wait is where a pthread_cancel acts (helper.c's
+                                     * cancel_point), releasing what the open holds. 0: never acts there */
+    int *pin;                       /* the open's pin (sh_pin), released there too (NULL: none) */
 };
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
@@ -391,6 +408,7 @@ int sh_mount_get(struct sh_mount *m);
 
 /* --- hub.c: one mount for a whole hub prefix ----------------------------------------------------------- */
 extern long sh_hub_ttl;   /* HFS3_HUB_TTL (default HFS3_MANIFEST_TTL) */
+int sh_mount_probe(struct sh_mount *m);
 extern int sh_nsubs;      /* sub-mount slots claimed */
 /* With m's refresh done and no valid index: 1 when its mounts/K/repos makes it a hub (m->hub set). */
 int sh_hub_load(struct sh_mount *m);
@@ -413,6 +431,7 @@ int sh_hub_map(const char *r, char *out, size_t outn);
 const char *sh_epath(const struct sh_mount *m, uint32_t e);
 void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n);
 void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st);
+void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat *st);
 int sh_stat_skel(const char *real, struct stat *st);
 void sh_anc_path(const char *logical, char *out, size_t n);
 /* Resolves l (L_MNT) to an entry: 0 and *e, 1 for the root of a broken mount, -EAGAIN when the mount is

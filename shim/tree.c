@@ -129,12 +129,15 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
         st->st_ino = (ino_t)((fnv(m->remote, sh_epath(m, e)) >> 1) | (1ULL << 63));
         st->st_mode = S_IFREG | 0444;
         st->st_size = (off_t)x->size;
-        st->st_blocks = (blkcnt_t)((x->size + 511) / 512);
+        /* not in the cache: what the file written whole takes in 4 KiB blocks (ext4, xfs, tmpfs), in 512-byte
+         * units; once cached, sh_stat and fstat give the copy's own (sh_blob_blocks, fdtab.c) */
+        st->st_blocks = (blkcnt_t)((x->size + 4095) / 4096 * 8);
         st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = (time_t)x->mtime;
     } else {
         st->st_ino = (ino_t)((fnv(m->remote, sh_epath(m, e)) >> 2) | (1ULL << 62));
         st->st_mode = x->type == HFS3_IX_DIR ? S_IFDIR | 0555 : S_IFLNK | 0777;
         st->st_size = x->type == HFS3_IX_DIR ? 4096 : x->target_len;
+        st->st_blocks = x->type == HFS3_IX_DIR ? 8 : 0;   /* one 4 KiB block, as st_size says */
         st->st_nlink = x->type == HFS3_IX_DIR ? 2 : 1;
         st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = m->mtime;
     }
@@ -284,7 +287,32 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         }
     }
     sh_stat_synth(m, e, st);
+    if (m->ents[e].type == HFS3_IX_FILE)
+        sh_blob_blocks(m, e, t->b, st);
     return 0;
+}
+
+/* st_blocks of file entry e as du sees the source (issue 33 item 6): the cached copy's own (blobs/<sha256>, else
+ * this mount's cblobs/<sha256>: lstat, a regular file of the entry's size), else sh_stat_synth's size-derived
+ * value stays. buf: SH_SCR bytes of scratch. Two lstat calls at most, on stat of a file in a mount only. */
+void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat *st)
+{
+    static const char d[] = "0123456789abcdef";
+    char hex[65];
+    for (int i = 0; i < 32; i++) {
+        hex[2 * i] = d[m->ents[e].sha256[i] >> 4];
+        hex[2 * i + 1] = d[m->ents[e].sha256[i] & 15];
+    }
+    hex[64] = 0;
+    struct stat b;
+    int err = errno;
+    if (((size_t)snprintf(buf, SH_SCR, "%s/blobs/%s", sh_cache, hex) < SH_SCR && sh_r.lstat(buf, &b) == 0) ||
+        ((size_t)snprintf(buf, SH_SCR, "%s/mounts/%s/cblobs/%s", sh_cache, m->key, hex) < SH_SCR &&
+         sh_r.lstat(buf, &b) == 0)) {
+        if (S_ISREG(b.st_mode) && (uint64_t)b.st_size == m->ents[e].size)
+            st->st_blocks = b.st_blocks;
+    }
+    errno = err;
 }
 
 /* --- other path calls -------------------------------------------------------------------------------- */

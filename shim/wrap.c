@@ -204,7 +204,8 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
     if (!out) {
         /* a mount's path or a synthesized ancestor's: the kernel's answer on a read-only tree (kopen_err), then
          * sh_open for an open that writes nothing (it opens: O_CREAT of an existing file, read only) */
-        if (!anc_real(&l) && (ae = kopen_err(dirfd, path, flags))) {
+        /* O_TMPFILE: sh_open answers in the kernel's order (EINVAL, the lookup, EROFS for a directory) */
+        if (!anc_real(&l) && (flags & __O_TMPFILE) != __O_TMPFILE && (ae = kopen_err(dirfd, path, flags))) {
             errno = ae;
             return -1;
         }
@@ -525,14 +526,21 @@ static int fstat_ours(int fd, void *st)
     return sh_fd_stat(fd, (struct stat *)st);
 }
 
-SH_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl)
+static int fstatat_do(int d, const char *p, struct stat *st, int fl)
 {
     LAUNDER(p);
     if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
         return 0;
     WITH_LOC(d, p, REAL(fstatat, fstatat_fn)(d, p, st, fl), rv_ < 0, STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
 }
-SH_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl)
+SH_EXPORT int fstatat(int d, const char *p, struct stat *st, int fl)
+{
+    int r = fstatat_do(d, p, st, fl);
+    if (__builtin_expect(r == 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07), 0))
+        sh_at_untracked(d, p, (struct stat *)st, !(fl & AT_SYMLINK_NOFOLLOW));
+    return r;
+}
+static int fstatat64_do(int d, const char *p, struct stat64 *st, int fl)
 {
     LAUNDER(p);
     if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
@@ -540,7 +548,14 @@ SH_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl)
     WITH_LOC(d, p, REAL(fstatat64, int (*)(int, const char *, struct stat64 *, int))(d, p, st, fl), rv_ < 0,
              STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
 }
-SH_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl)
+SH_EXPORT int fstatat64(int d, const char *p, struct stat64 *st, int fl)
+{
+    int r = fstatat64_do(d, p, st, fl);
+    if (__builtin_expect(r == 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07), 0))
+        sh_at_untracked(d, p, (struct stat *)st, !(fl & AT_SYMLINK_NOFOLLOW));
+    return r;
+}
+static int __fxstatat_do(int v, int d, const char *p, struct stat *st, int fl)
 {
     LAUNDER(p);
     if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
@@ -548,13 +563,27 @@ SH_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl)
     WITH_LOC(d, p, REAL(__fxstatat, fxstatat_fn)(v, d, p, st, fl), rv_ < 0,
              STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
 }
-SH_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int fl)
+SH_EXPORT int __fxstatat(int v, int d, const char *p, struct stat *st, int fl)
+{
+    int r = __fxstatat_do(v, d, p, st, fl);
+    if (__builtin_expect(r == 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07), 0))
+        sh_at_untracked(d, p, (struct stat *)st, !(fl & AT_SYMLINK_NOFOLLOW));
+    return r;
+}
+static int __fxstatat64_do(int v, int d, const char *p, struct stat64 *st, int fl)
 {
     LAUNDER(p);
     if (p && !*p && (fl & AT_EMPTY_PATH) && fstat_ours(d, st))
         return 0;
     WITH_LOC(d, p, REAL(__fxstatat64, int (*)(int, int, const char *, struct stat64 *, int))(v, d, p, st, fl),
              rv_ < 0, STAT_OURS(!(fl & AT_SYMLINK_NOFOLLOW), st));
+}
+SH_EXPORT int __fxstatat64(int v, int d, const char *p, struct stat64 *st, int fl)
+{
+    int r = __fxstatat64_do(v, d, p, st, fl);
+    if (__builtin_expect(r == 0 && S_ISDIR(st->st_mode) && !(st->st_mode & 07), 0))
+        sh_at_untracked(d, p, (struct stat *)st, !(fl & AT_SYMLINK_NOFOLLOW));
+    return r;
 }
 
 SH_EXPORT int fstat(int fd, struct stat *st)
@@ -588,7 +617,7 @@ SH_EXPORT int __fxstat64(int v, int fd, struct stat64 *st)
 
 typedef int (*statx_fn)(int, const char *, int, unsigned int, struct statx *);
 
-SH_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct statx *sx)
+static int statx_do(int d, const char *p, int fl, unsigned int mask, struct statx *sx)
 {
     statx_fn real = REAL(statx, statx_fn);
     LAUNDER(p);
@@ -608,6 +637,18 @@ SH_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct stat
             sh_stat_to_statx(&st, sx);
         return sh_ret(r, e_);
     });
+}
+
+SH_EXPORT int statx(int d, const char *p, int fl, unsigned int mask, struct statx *sx)
+{
+    int r = statx_do(d, p, fl, mask, sx);
+    if (__builtin_expect(r == 0 && S_ISDIR(sx->stx_mode) && !(sx->stx_mode & 07), 0)) {
+        struct stat st;
+        st.st_mode = S_IFDIR;
+        if (sh_at_untracked(d, p, &st, !(fl & AT_SYMLINK_NOFOLLOW)))
+            sh_stat_to_statx(&st, sx);
+    }
+    return r;
 }
 
 /* --- access -------------------------------------------------------------------------------------------- */

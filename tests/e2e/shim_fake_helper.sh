@@ -27,6 +27,8 @@ case $cmd in
         mkdir -p "$HFS3_CACHE_DIR/tmp"
         for i in $(seq 1 $((${FAKE_SLOW_S:-4} * 2))); do echo "$i" >>"$HFS3_CACHE_DIR/tmp/$sha.0123456789abcdef.part"; sleep 0.5; done
         rm -f "$HFS3_CACHE_DIR/tmp/$sha.0123456789abcdef.part" ;;
+      gate) # until the file $FAKE_GATE exists (t_shim_cancel.sh: opens cancelled while this runs)
+        until [ -e "$FAKE_GATE" ]; do sleep 0.05; done ;;
       *) sleep "${FAKE_GET_SLEEP:-0.3}" ;;
     esac
     if [ "$path" = dir/b.bin ]; then
