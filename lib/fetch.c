@@ -956,7 +956,7 @@ static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at
     if (odir < 0)
         return odir;
     blob_at own = {odir, opath, rec, 1};
-    int rc = odir == src->dir ? 0 : blob_check(c, f, 1, &own);
+    int rc = blob_check(c, f, 1, &own);   /* this user's own copy is there already (src may be this very dir) */
     if (rc != 0) {
         if (rc == 2) /* a member's file under the name in this user's own directory: removed below */
             rc = 0;
