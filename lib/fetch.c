@@ -939,16 +939,17 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
  * Under the blob's lock. 1 (installed: the caller answers as for a cached blob), or an error with a message. */
 static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at *src, hfs3_fetch_result *res)
 {
-    struct stat st, tst, pst;
+    struct stat st, tst = {0}, pst;
     const char *why = NULL;
     if (!f->own)
         return hfs3_err(-EPERM, "cache: %s/%s is not yours to serve, HFS3_VERIFY_FOREIGN=1 serves only copies of "
                         "your own, and there is no mount to keep one in", src->dpath, f->sha256);
     /* the copy passes through tmp/: a member who owned it could move it elsewhere under a blob's name */
     if (fstat(c->tmp, &tst) < 0 || (why = hfs3_serve_dir_refusal(&tst, c->uid)) != NULL)
-        return hfs3_err(-EPERM, "cache: %s: %s; under HFS3_VERIFY_FOREIGN=1 your files pass only through "
-                        "directories of yours or root's; refusing (ask root to chown it to the cache's owner)",
-                        c->p_tmp, why ? why : strerror(errno));
+        return hfs3_err(-EPERM, "cache: %s (owner uid %u, mode %04o): %s; under HFS3_VERIFY_FOREIGN=1 your files "
+                        "pass only through directories of yours or root's; refusing (ask root to chown it to the "
+                        "cache's owner)", c->p_tmp, (unsigned)tst.st_uid, (unsigned)(tst.st_mode & 07777),
+                        why ? why : strerror(errno));
     char rec[96], tname[128], hex[65];
     char *opath = NULL;
     snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
@@ -1482,8 +1483,8 @@ int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path)
          (why = hfs3_serve_dir_refusal(&cs, c->uid)))) {
         close(fd);
         fd = hfs3_err(-EPERM, "cache: %s/cblobs (owner uid %u): %s, and HFS3_VERIFY_FOREIGN=1 serves your files only "
-                      "from directories of yours or root's; refusing (remove it: rm -r %s/cblobs)", mpath,
-                      (unsigned)cs.st_uid, why ? why : strerror(errno), mpath);
+                      "from directories of yours or root's; refusing (ask uid %u or root to remove it)", mpath,
+                      (unsigned)cs.st_uid, why ? why : strerror(errno), (unsigned)cs.st_uid);
     }
     if (mfd >= 0)
         close(mfd);

@@ -195,8 +195,9 @@ static int err_since(const char *path, const struct timespec *t0, long slack_ns,
 }
 
 /* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). With
- * HFS3_VERIFY_FOREIGN=1 a blob of another user is not used as it is: the helper's _get, under the blob's lock as
- * for a missing one, re-hashes it (and refuses it when it does not match). force: run the helper even when the
+ * HFS3_VERIFY_FOREIGN=1 (serve_blob) a copy that may not be served counts as missing: the helper's _get, under the
+ * blob's lock, makes this user's own copy of a member's blob (hashed as copied; refused when it does not match),
+ * and 0 means a copy that may be served is there (serve_open decides again on the descriptor). force: run the helper even when the
  * blob is there (it went away between this and the open: a gc removed it). Whenever it goes past the fast
  * path it pins the blob first (sh_pin; *pin: the descriptor, -1 none), so that what it fetched or found is
  * still there when the caller opens it; the caller unpins (sh_unpin) once the open is done, in every case. */
@@ -248,7 +249,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     struct sh_lockjob j = {lk, blob_there, &bf, argv, 1, tmp, hex, label,
                            (unsigned long long)m->ents[e].size};
     sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
-           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
+           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: making your own)" : "");
     struct err_before eb = {0, {0, 0}};
     struct stat es;
     if ((size_t)snprintf(why, SH_SCR, "%s/fails/%s.err", sh_cache, hex) < SH_SCR && sh_r.stat(why, &es) == 0)

@@ -11,6 +11,8 @@
 #   4. B swaps the name between its good and its forged file in a loop while A opens it: never B's bytes.
 #   5. B made blobs/ (so B may rename anything in it) and renames A's blob of a.json over A's blob of b.json (same
 #      size): A's own file under another name is not served from B's directory.
+#   6. The helper's side of the directory rule: A makes no copy of its own through a tmp/ that B made, nor into a
+#      cblobs/ that B made in A's mount directory (one line each, exit 1).
 # FDSERVE_ONLY=1,3 runs only those parts (to see each fail on code without the rule).
 # Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
@@ -233,5 +235,27 @@ shimA "$R" cat /models/fd/b.json
 ! cmp -s "$WORK/shim.out" "$WORK/m/a.json" || { cat "$WORK/shim.err" >&2; fail "5: A read a.json's bytes as b.json"; }
 [ "$st" != 0 ] || cmp -s "$WORK/shim.out" "$WORK/m/b.json" || fail "5: A read other bytes"
 ok "5: A's own blob renamed by the owner of blobs/ under another name: not served (exit $st: $(head -c 160 "$WORK/shim.err"))"
+fi
+
+# ---- 6. A's copy of B's blob never goes through B's tmp/ or into a cblobs/ B made ----
+if only 6; then
+S=$WORK/c.btmp
+mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"
+for d in mounts blobs locks fails unflushed; do mkdir -m 03770 "$S/$d"; chgrp "$G" "$S/$d"; done
+as "$B" mkdir -m 03770 "$S/tmp"
+export HFS3_CACHE_DIR=$S
+as "$B" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" config.json >/dev/null 2>&1 || fail "6: B's _get"
+set +e; as "$A" env HFS3_VERIFY=whole HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _get "$R" config.json >"$WORK/out" 2>"$WORK/err"; st=$?; set -e
+[ "$st" = 1 ] && grep -q "pass only through directories of yours or root's" "$WORK/err" || { cat "$WORK/err" >&2; fail "6: a copy through B's tmp/: exit $st"; }
+[ ! -e "$S/mounts/$KA/cblobs/$cfg" ] || fail "6: A made a copy through B's tmp/"
+ok "6: no copy of A's through a tmp/ that B made: $(head -1 "$WORK/err")"
+new_shared bcblobs
+as "$B" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" config.json >/dev/null 2>&1 || fail "6: B's _get"
+as "$A" env HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _index "$R" >/dev/null 2>&1 || fail "6: A's _index"
+as "$B" mkdir -m 3770 "$S/mounts/$KA/cblobs"
+set +e; as "$A" env HFS3_VERIFY=whole HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _get "$R" config.json >"$WORK/out" 2>"$WORK/err"; st=$?; set -e
+[ "$st" = 1 ] && grep -q "cblobs (owner uid $B)" "$WORK/err" || { cat "$WORK/err" >&2; fail "6: a copy into B's cblobs/: exit $st"; }
+[ ! -e "$S/mounts/$KA/cblobs/$cfg" ] || fail "6: A made a copy in B's cblobs/"
+ok "6: no copy of A's into a cblobs/ that B made in A's mount directory: $(head -1 "$WORK/err")"
 fi
 echo "all ok"
