@@ -87,13 +87,13 @@ $(HELPER_SAN): $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g $(SAN) -o $@ $(HELPER_SOBJ) $(BUILD)/libhfs3-san.a $(LIBS) $(HELPER_LDFLAGS)
 
-$(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
+$(SHIM): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h include/hfs3/serve.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) $(SHIM_LDFLAGS)
 
 # The shim built with ASan + UBSan, for t_shim_san (the kernel-differential tests through it). ASan's runtime must
 # come first in the initial library list: LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $(SHIM_SAN)".
-$(SHIM_SAN): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h $(BUILD)/prefix.stamp
+$(SHIM_SAN): $(SHIM_SRC) $(wildcard shim/*.h) include/hfs3/index.h include/hfs3/serve.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O2,$(SHIM_CFLAGS)) -O1 -Wno-format-truncation $(SAN) -o $@ $(SHIM_SRC) -shared -Wl,-z,nodelete -Wl,-z,now $(SAN) \
 	    -Wl,--no-undefined

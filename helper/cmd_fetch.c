@@ -138,7 +138,7 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_man
      * shim looks (include/hfs3/index.h) */
     hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);
     hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks,
-                         chunks ? mkey : NULL};
+                         chunks ? mkey : NULL, c->verify_foreign ? mkey : NULL};
     int rc = hfs3_fetch(c, r, &f, o, res);
     if (rc < 0 && rc != -EWOULDBLOCK)
         hfs3_explain_s3(r, key, rc); /* the remote, and what to do (fails/<sha>.err keeps fetch.c's line) */

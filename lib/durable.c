@@ -3,6 +3,7 @@
  * order is fetch.c's: record (fsynced) -> rename into blobs/ (or a mount's cblobs/) -> later fdatasync + fsync of
  * its directory -> a cblobs/ blob hashed whole and moved into blobs/ -> the record removed. */
 #include "hfs3/durable.h"
+#include "hfs3/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,7 +218,13 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
         return 0;
     int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
     if (r < 0 && errno == EEXIST) {
-        unlinkat(cdir, sha, 0);
+        /* blobs/<sha> is there already: under HFS3_VERIFY_FOREIGN=1 the copy goes only when that one may be
+         * served to the copy's owner (include/hfs3/serve.h). A member's file planted there while the copy was
+         * fetched, or one a member could rewrite, is never served then: the copy is what its owner reads.
+         * (Without the setting members are trusted, and one file is enough.) */
+        if (!c->verify_foreign ||
+            (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) == 0 && !hfs3_serve_refusal(&b, a.st_uid, (uint64_t)a.st_size)))
+            unlinkat(cdir, sha, 0);
         return 0;
     }
     if (r < 0)

@@ -11,6 +11,7 @@
 #include "hfs3/durable.h"
 #include "hfs3/explain.h"
 #include "hfs3/gc.h"
+#include "hfs3/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -874,24 +877,138 @@ static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const ch
     return 0;
 }
 
-/* Hashes the open blob fd and compares with f's sha256: 0 or -EBADMSG with a message. */
-static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_t owner)
+/* serve.h's rule for the file st found as at->dir/<sha>: NULL when it may be served to this user as it is. */
+static const char *serve_refusal(const hfs3_cache *c, const blob_at *at, const struct stat *st, uint64_t size)
 {
-    char hex[65];
-    int rc = hfs3_sha256_fd(fd, hex, NULL);
-    if (rc == -ENOMEM)
-        return hfs3_err(rc, "out of memory");
-    if (rc < 0)
-        return hfs3_err(rc, "reading %s/%s: %s", c->p_blobs, f->sha256, strerror(-rc));
-    if (strcmp(hex, f->sha256) != 0)
-        return hfs3_err(-EBADMSG, "cache: %s/%s, written by uid %u, does not match its sha256 (it hashes to %s); "
-                        "refusing it (HFS3_VERIFY_FOREIGN=1; ask uid %u or root to remove it)", c->p_blobs,
-                        f->sha256, (unsigned)owner, hex, (unsigned)owner);
+    struct stat dst;
+    if (fstat(at->dir, &dst) < 0)
+        return "its directory cannot be checked";
+    const char *why = hfs3_serve_dir_refusal(&dst, c->uid);
+    return why ? why : hfs3_serve_refusal(st, c->uid, size);
+}
+
+/* Copies size bytes of src into the new, empty dst: a reflink where the file system shares extents (no disk
+ * used until one side changes, and a change to the source then never reaches dst), else copy_file_range (in
+ * the kernel; a reflink too on file systems that do it that way), else read and write. 0 or -errno. */
+static int copy_bytes(int src, int dst, uint64_t size)
+{
+    if (ioctl(dst, FICLONE, src) == 0)
+        return 0;
+    uint64_t done = 0;
+    loff_t in = 0, out = 0;
+    while (done < size) {
+        ssize_t k = copy_file_range(src, &in, dst, &out, (size_t)(size - done < (1u << 30) ? size - done : 1u << 30), 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        done += (uint64_t)k;
+    }
+    char *buf = done < size ? malloc(HASH_BUF) : NULL;
+    if (done < size && !buf)
+        return -ENOMEM;
+    while (done < size) {
+        ssize_t k = pread(src, buf, HASH_BUF, (off_t)done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : ENODATA;
+            free(buf);
+            return -e;
+        }
+        int w = lseek(dst, (off_t)done, SEEK_SET) < 0 ? -errno : hfs3_write_all(dst, buf, (size_t)k);
+        if (w < 0) {
+            free(buf);
+            return w;
+        }
+        done += (uint64_t)k;
+    }
+    free(buf);
     return 0;
 }
 
+static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at);
+
+/* HFS3_VERIFY_FOREIGN=1 and src/<sha> is there but not this user's to serve (blob_check said 2: a member's
+ * blob, one in a member's directory): this user's own copy of it goes to mounts/<f->own>/cblobs/<sha>, which
+ * the shim serves. The bytes are copied into a new temp file of this user's (0600: nobody else can change it),
+ * and that copy is hashed, so what is installed is what matched, whatever the source's owner does to it during
+ * or after the copy. Installed as a chunk-checked blob is (recorded in unflushed/; the flush promotes it into
+ * blobs/ only when that name is free or taken by a file this user may serve: durable.c). A file already at the
+ * copy's name is not this user's to serve (blob_check asked first): in a directory of its own, removed.
+ * Under the blob's lock. 1 (installed: the caller answers as for a cached blob), or an error with a message. */
+static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at *src, hfs3_fetch_result *res)
+{
+    struct stat st, tst = {0}, pst;
+    const char *why = NULL;
+    if (!f->own)
+        return hfs3_err(-EPERM, "cache: %s/%s is not yours to serve, HFS3_VERIFY_FOREIGN=1 serves only copies of "
+                        "your own, and there is no mount to keep one in", src->dpath, f->sha256);
+    /* the copy passes through tmp/: a member who owned it could move it elsewhere under a blob's name */
+    if (fstat(c->tmp, &tst) < 0 || (why = hfs3_serve_dir_refusal(&tst, c->uid)) != NULL)
+        return hfs3_err(-EPERM, "cache: %s (owner uid %u, mode %04o): %s; under HFS3_VERIFY_FOREIGN=1 your files "
+                        "pass only through directories of yours or root's; refusing (ask root to chown it to the "
+                        "cache's owner)", c->p_tmp, (unsigned)tst.st_uid, (unsigned)(tst.st_mode & 07777),
+                        why ? why : strerror(errno));
+    char rec[96], tname[128], hex[65];
+    char *opath = NULL;
+    snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
+    int odir = hfs3_fetch_cblobs(c, f->own, &opath);
+    if (odir < 0)
+        return odir;
+    blob_at own = {odir, opath, rec, 1};
+    int rc = blob_check(c, f, 1, &own);   /* this user's own copy is there already (src may be this very dir) */
+    if (rc != 0) {
+        if (rc == 2) /* a member's file under the name in this user's own directory: removed below */
+            rc = 0;
+        else
+            goto out;
+    }
+    int sfd = hfs3_cache_openat(c, src->dir, f->sha256, O_RDONLY, &st, src->dpath);
+    if (sfd < 0) {
+        rc = sfd;
+        goto out;
+    }
+    int tfd = hfs3_cache_mktemp(c->tmp, f->sha256, ".copy", tname, sizeof tname, c->p_tmp);
+    if (tfd < 0) {
+        close(sfd);
+        rc = tfd;
+        goto out;
+    }
+    rc = copy_bytes(sfd, tfd, f->size);
+    close(sfd);
+    if (rc < 0)
+        rc = hfs3_err(rc, "copying %s/%s: %s", src->dpath, f->sha256, strerror(-rc));
+    else if ((rc = hfs3_sha256_fd(tfd, hex, NULL)) < 0)
+        rc = hfs3_err(rc, "reading %s/%s: %s", c->p_tmp, tname, strerror(-rc));
+    else if (strcmp(hex, f->sha256) != 0)
+        rc = hfs3_err(-EBADMSG, "cache: %s/%s, written by uid %u, does not match its sha256 (it hashes to %s); "
+                      "refusing it (HFS3_VERIFY_FOREIGN=1; ask uid %u or root to remove it)", src->dpath,
+                      f->sha256, (unsigned)st.st_uid, hex, (unsigned)st.st_uid);
+    else if (fstatat(odir, f->sha256, &pst, AT_SYMLINK_NOFOLLOW) == 0 && unlinkat(odir, f->sha256, 0) < 0)
+        rc = hfs3_err(-errno, "cache: %s/%s is another user's and cannot be removed (%s); refusing (ask its owner "
+                      "or root to remove it)", opath, f->sha256, strerror(errno));
+    else if ((rc = install_blob(c, &own, tfd, tname, f->sha256, hfs3_durable_sync(), &res->unflushed)) == 1)
+        rc = hfs3_err(-EEXIST, "cache: %s/%s appeared while this user's copy was made; refusing it", opath,
+                      f->sha256);
+    if (rc < 0)
+        unlinkat(c->tmp, tname, 0);
+    close(tfd);
+    if (rc == 0) {
+        hfs3_info("%s/%s is uid %u's: HFS3_VERIFY_FOREIGN=1 made your own copy, %s/%s", src->dpath, f->sha256,
+                  (unsigned)st.st_uid, opath, f->sha256);
+        rc = 1;
+    }
+out:
+    close(odir);
+    free(opath);
+    return rc;
+}
+
 /* Whether blobs/<sha> is there and may be served: 1 yes, 0 no (absent, or a bad one of this user's that was
- * removed), or the error that refuses it: not a regular file or of an owner the rules refuse, more than one
+ * removed), 2 (HFS3_VERIFY_FOREIGN=1) there but not this user's to serve as it is (serve.h's rule: another
+ * user's, or in a directory another user owns): the caller serves its own copy of it (own_copy), or the error
+ * that refuses it: not a regular file or of an owner the rules refuse, more than one
  * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
  * not match. A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
  * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
@@ -900,6 +1017,7 @@ static int verify_fd(const hfs3_cache *c, int fd, const hfs3_fetch_file *f, uid_
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at)
 {
     struct stat st;
+    const char *why;
     int fd = hfs3_cache_openat(c, at->dir, f->sha256, O_RDONLY, &st, at->dpath);
     if (fd == -ENOENT)
         return 0;
@@ -917,10 +1035,16 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
         rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld bytes, the manifest says %" PRIu64 "; refusing it "
                       "(ask uid %u or root to remove it)", at->dpath, f->sha256, (unsigned)st.st_uid,
                       (long long)st.st_size, f->size, (unsigned)st.st_uid);
-    } else if (c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
-        int v = verify_fd(c, fd, f, st.st_uid);
-        if (v < 0)
-            rc = v;
+    } else if (c->verify_foreign && (why = serve_refusal(c, at, &st, f->size)) != NULL) {
+        /* HFS3_VERIFY_FOREIGN=1: not servable as it is (include/hfs3/serve.h). This user's own file in a
+         * directory of its own or root's is bad (a write bit): removed below and fetched again; any other is not
+         * ours to remove or to trust, and the caller makes this user's own copy of it (own_copy) */
+        struct stat dst;
+        int in_own_dir = fstat(at->dir, &dst) == 0 && !hfs3_serve_dir_refusal(&dst, c->uid);
+        if (st.st_uid == c->uid && in_own_dir)
+            rc = hfs3_err(-EPERM, "cache: %s/%s: %s; refusing it (HFS3_VERIFY_FOREIGN=1)", at->dpath, f->sha256, why);
+        else
+            rc = 2;
     }
     if (rc == 1 && hfs3_unflushed_state(c, at->rec) == 2) {
         if (!locked) {
@@ -1196,6 +1320,21 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
     return rc;
 }
 
+/* blob_check of blobs/<sha>, then of the mount's cblobs/<sha> (at2, may be NULL): 1 when one may be served, 0
+ * when none is there, or an error. One that is there but not this user's to serve (HFS3_VERIFY_FOREIGN=1) is
+ * copied (own_copy) under the lock; without it (locked 0) it counts as absent: the caller takes the lock and
+ * asks again. */
+static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *shared,
+                       const blob_at *at2, hfs3_fetch_result *res)
+{
+    int rc = blob_check(c, f, locked, shared), r2 = 0;
+    if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0)))
+        return rc == 1 || rc < 0 ? rc : r2;
+    if (rc != 2 && r2 != 2)
+        return 0;
+    return locked ? own_copy(c, f, rc == 2 ? shared : at2, res) : 0;
+}
+
 int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
                hfs3_fetch_result *res)
 {
@@ -1230,9 +1369,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         mine.dpath = cpath;
     }
     const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
-    if ((rc = blob_check(c, f, o->lock_fd >= 0, &shared)) == 0 && at2)
-        rc = blob_check(c, f, o->lock_fd >= 0, at2);
-    if (rc < 0)
+    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res)) < 0)
         goto failed;
     if (rc == 1) {
         rc = 0;
@@ -1245,9 +1382,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         if (rc < 0)
             goto failed;
-        if ((rc = blob_check(c, f, 1, &shared)) == 0 && at2)
-            rc = blob_check(c, f, 1, at2);
-        if (rc < 0)
+        if ((rc = blobs_check(c, f, 1, &shared, at2, res)) < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -1339,6 +1474,18 @@ int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path)
     int mfd = hfs3_cache_opendir(c, c->mounts, mountkey, 0, 0, c->p_mounts);
     /* sticky like blobs/: a member of a shared cache cannot replace what another one verified */
     int fd = mfd < 0 ? mfd : hfs3_cache_opendir(c, mfd, "cblobs", c->dir_mode, 1, mpath);
+    /* HFS3_VERIFY_FOREIGN=1: what is served from here must be where only this user (or root) can rename it
+     * (include/hfs3/serve.h); a member can make mounts/<key>/cblobs in a mount directory of the user's first */
+    struct stat ms, cs = {0};
+    const char *why = NULL;
+    if (fd >= 0 && c->verify_foreign &&
+        (fstat(mfd, &ms) < 0 || fstat(fd, &cs) < 0 || (why = hfs3_serve_dir_refusal(&ms, c->uid)) ||
+         (why = hfs3_serve_dir_refusal(&cs, c->uid)))) {
+        close(fd);
+        fd = hfs3_err(-EPERM, "cache: %s/cblobs (owner uid %u): %s, and HFS3_VERIFY_FOREIGN=1 serves your files only "
+                      "from directories of yours or root's; refusing (ask uid %u or root to remove it)", mpath,
+                      (unsigned)cs.st_uid, why ? why : strerror(errno), (unsigned)cs.st_uid);
+    }
     if (mfd >= 0)
         close(mfd);
     free(mpath);

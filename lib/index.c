@@ -223,8 +223,11 @@ int hfs3_index_install_at(const hfs3_manifest *m, const hfs3_cache *c, int mfd, 
         hfs3_buf_free(&b);
         return rc;
     }
-    /* the mode is set before the rename: a reader never sees an index its group cannot open */
-    rc = hfs3_cache_write_atomic(mfd, "index", b.data, b.len, c->shared ? 0440 : 0400, mpath);
+    /* the mode is set before the rename: a reader never sees an index its group cannot open. With its owner's
+     * write bit (0640/0600, never written in place all the same): only blobs have no write bit at all, so an
+     * index a member moved out of a non-sticky mounts/K under a blob's name is never served as one
+     * (include/hfs3/serve.h) */
+    rc = hfs3_cache_write_atomic(mfd, "index", b.data, b.len, c->entry_mode, mpath);
     hfs3_buf_free(&b);
     return rc;
 }

@@ -8,6 +8,7 @@
  * (the user asked for that one). Either way one log line says what happened; with no usable cache, every
  * mount is an empty directory and everything inside fails with EIO. */
 #include "shim.h"
+#include "hfs3/serve.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -318,6 +319,24 @@ int sh_trusted_file(int fd, const char *what)
     if (!why)
         return 1;
     sh_log(0, "%s: %s: not trusted, not read", what, why);
+    return 0;
+}
+
+int sh_may_serve(int fd, const struct stat *dir, unsigned long long size, const char *what, int level)
+{
+    if (!sh_verify_foreign)
+        return sh_trusted_file(fd, what);
+    struct stat st = {0};
+    uid_t me = geteuid();
+    const char *why = sh_r.fstat(fd, &st) < 0 ? strerror(errno)
+                      : !dir                     ? "its directory is not known"
+                                                 : hfs3_serve_dir_refusal(dir, me);
+    if (!why)
+        why = hfs3_serve_refusal(&st, me, size);
+    if (!why)
+        return 1;
+    sh_log(level, "%s: %s (owner uid %u, mode %04o, %lu links): not served (HFS3_VERIFY_FOREIGN=1)", what, why,
+           (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
     return 0;
 }
 

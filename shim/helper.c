@@ -732,7 +732,14 @@ int sh_mkdirs_why(const char *path, char *failed, size_t fn)
  * the rules refuse, logged once per call). Nothing is created but the final file (flags' O_CREAT). */
 int sh_cache_open(const char *path, int flags, mode_t mode)
 {
+    return sh_cache_open_in(path, flags, mode, NULL);
+}
+
+int sh_cache_open_in(const char *path, int flags, mode_t mode, struct stat *dir)
+{
     size_t cl = strlen(sh_cache), n = strlen(path);
+    if (dir)
+        dir->st_mode = 0;
     if (!sh_cache[0] || n <= cl || n >= SH_SCR || strncmp(path, sh_cache, cl) || path[cl] != '/')
         return sh_r.open(path, flags | O_NOFOLLOW, mode);
     int shared = sh_cache_shared();
@@ -764,6 +771,8 @@ int sh_cache_open(const char *path, int flags, mode_t mode)
             errno = e;
             return -1;
         }
+        if (dir)
+            *dir = st;   /* the last one is the file's own directory: sh_may_serve's */
         dfd = fd;
         name = slash + 1;
     }

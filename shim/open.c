@@ -60,10 +60,16 @@ static int boot_id(char out[37])
  * has CACHE/unflushed/<rec> holding the boot id: under another boot a crash may have torn it, and the shim
  * cannot hash, so it counts as missing: the helper's _get verifies it (or fetches it again). No record (the
  * common case: the blob is on disk) costs one failed open. */
+static int record_ok(const char *rec);
+
 static int blob_usable(const char *blob, const char *rec)
 {
-    if (!sh_exists(blob))
-        return 0;
+    return sh_exists(blob) && record_ok(rec);
+}
+
+/* No record of rec in unflushed/, or one of this boot: the blob it speaks for may be used as it is. */
+static int record_ok(const char *rec)
+{
     SH_SCRATCH(t);
     if ((size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, rec) >= SH_SCR)
         return 0;
@@ -80,6 +86,7 @@ struct blob_find {
     char *blob;        /* out: the path of the copy found (blobs/<hex> when none) */
     size_t n;
     const char *hex, *key;
+    unsigned long long size;   /* the manifest's */
 };
 
 /* Finds a usable copy of content hex for the mount with key: blobs/<hex> (verified by its whole sha256, for every
@@ -109,20 +116,62 @@ static int copy_exists(const struct blob_find *f)
     return sh_exists(f->blob);
 }
 
-/* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
-static int blob_foreign(const char *path)
+/* HFS3_VERIFY_FOREIGN=1: opens (flags) the first copy of f->hex whose descriptor may be served (sh_may_serve,
+ * include/hfs3/serve.h): blobs/<hex>, else this mount's cblobs/<hex> (where the helper puts this user's own copy
+ * of a member's blob), each only when its record allows (record_ok); blobs/ once more, for the flush may have
+ * promoted the cblobs/ one in between. Decided on the descriptor returned, after the open: a name a member
+ * fills between a look and the open is refused like any other of theirs. fd (f->blob its path), or -1. */
+static int serve_open(const struct blob_find *f, int flags)
 {
-    struct stat st;
-    uid_t me = geteuid();
-    return sh_verify_foreign && sh_r.lstat(path, &st) == 0 && st.st_uid != me && st.st_uid != 0;
+    char rec[96];
+    struct stat dir;
+    for (int i = 0; i < 3; i++) {
+        if (i == 1) {
+            snprintf(f->blob, f->n, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+            snprintf(rec, sizeof rec, "%s.m%s", f->hex, f->key);
+        } else {
+            snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+            snprintf(rec, sizeof rec, "%s", f->hex);
+        }
+        if (!record_ok(rec))
+            continue;
+        int fd = sh_cache_open_in(f->blob, flags, 0, &dir);
+        if (fd < 0)
+            continue;
+        if (sh_may_serve(fd, &dir, f->size, f->blob, 2))
+            return fd;
+        sh_r.close(fd);
+    }
+    return -1;
 }
 
-/* Done waiting: a usable copy is there, and (HFS3_VERIFY_FOREIGN=1) it is not another user's, which a member could
- * have planted while holding the lock we waited for: that one is _get's to hash first */
+/* HFS3_VERIFY_FOREIGN=1 and the copy at f->blob is there but may not be served as it is (a member's: the helper
+ * makes this user's own copy of it). A look only, to choose what to do; what is served is decided again on the
+ * descriptor (serve_open). */
+static int blob_foreign(const struct blob_find *f)
+{
+    if (!sh_verify_foreign)
+        return 0;
+    struct stat dir;
+    int fd = sh_cache_open_in(f->blob, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &dir);
+    if (fd < 0)
+        return errno != ENOENT;
+    int bad = !sh_may_serve(fd, &dir, f->size, f->blob, 2);
+    sh_r.close(fd);
+    return bad;
+}
+
+/* Done waiting: a usable copy is there; with HFS3_VERIFY_FOREIGN=1 one that may be served (a member's, which
+ * one could have planted while holding the lock we waited for, is the helper's to copy) */
 static int blob_there(const void *arg)
 {
     const struct blob_find *f = arg;
-    return find_blob(f) && !blob_foreign(f->blob);
+    if (!sh_verify_foreign)
+        return find_blob(f);
+    int fd = serve_open(f, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0)
+        sh_r.close(fd);
+    return fd >= 0;
 }
 
 /* The fails/<sha>.err that was there before this fetch (its inode and time): never this fetch's reason. */
@@ -145,15 +194,10 @@ static int err_since(const char *path, const struct timespec *t0, long slack_ns,
     return m >= t;
 }
 
-static int never_done(const void *arg)
-{
-    (void)arg;
-    return 0;
-}
-
 /* Makes sure blobs/<sha> of file entry e exists: 0, -EINTR (a signal ended the wait), or -EIO (logged). With
- * HFS3_VERIFY_FOREIGN=1 a blob of another user is not used as it is: the helper's _get, under the blob's lock as
- * for a missing one, re-hashes it (and refuses it when it does not match). force: run the helper even when the
+ * HFS3_VERIFY_FOREIGN=1 (serve_blob) a copy that may not be served counts as missing: the helper's _get, under the
+ * blob's lock, makes this user's own copy of a member's blob (hashed as copied; refused when it does not match),
+ * and 0 means a copy that may be served is there (serve_open decides again on the descriptor). force: run the helper even when the
  * blob is there (it went away between this and the open: a gc removed it). Whenever it goes past the fast
  * path it pins the blob first (sh_pin; *pin: the descriptor, -1 none), so that what it fetched or found is
  * still there when the caller opens it; the caller unpins (sh_unpin) once the open is done, in every case. */
@@ -163,9 +207,9 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     hexs(m->ents[e].sha256, hex);
     if ((size_t)snprintf(blob, n, "%s/mounts/%s/cblobs/%s", sh_cache, m->key, hex) >= n)
         return -ENAMETOOLONG;
-    struct blob_find bf = {blob, n, hex, m->key};
+    struct blob_find bf = {blob, n, hex, m->key, (unsigned long long)m->ents[e].size};
     int found = find_blob(&bf);
-    int foreign = blob_foreign(blob);
+    int foreign = found && blob_foreign(&bf);
     if (!force && !foreign && found)
         return 0;
     if (sh_offline) {
@@ -202,10 +246,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     clock_gettime(CLOCK_REALTIME, &t0);
     char *label = t->c;
     snprintf(label, SH_SCR, "%s/%s", m->path, sh_epath(m, e));
-    struct sh_lockjob j = {lk, foreign ? never_done : blob_there, &bf, argv, 1, tmp, hex, label,
+    struct sh_lockjob j = {lk, blob_there, &bf, argv, 1, tmp, hex, label,
                            (unsigned long long)m->ents[e].size, cancel, pin};
     sh_log(2, "%s: fetching %s/%s (%llu bytes)%s", label, m->remote, sh_epath(m, e),
-           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: verifying it)" : "");
+           (unsigned long long)m->ents[e].size, foreign ? " (another user's copy: making your own)" : "");
     struct err_before eb = {0, {0, 0}};
     struct stat es;
     if ((size_t)snprintf(why, SH_SCR, "%s/fails/%s.err", sh_cache, hex) < SH_SCR && sh_r.stat(why, &es) == 0)
@@ -225,13 +269,14 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         return -EIO;
     }
     snprintf(lk, SH_SCR, "%s/fails/%s.err", sh_cache, hex);
-    /* another user's blob that turned up while the helper ran (HFS3_VERIFY_FOREIGN=1): used on its verdict only */
-    int have = find_blob(&bf);
-    if (!foreign && have && blob_foreign(blob))
+    /* HFS3_VERIFY_FOREIGN=1: done when a copy that may be served is there now (serve_open decides again on the
+     * descriptor it returns), whatever the helper said */
+    int have = sh_verify_foreign ? blob_there(&bf) : find_blob(&bf);
+    if (sh_verify_foreign)
         foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))
         rc = 1;   /* a helper reaped by the host tells nothing: a .err written since we started says it refused */
-    if (!(foreign && rc) && have) {
+    if (have) {
         struct timespec s1;
         clock_gettime(CLOCK_MONOTONIC, &s1);
         sh_log(2, "%s: fetched in %.1f s", label,
@@ -269,8 +314,12 @@ static int path_of_blob(struct sh_mount *m, uint32_t e, char *blob, int keep)
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
-    struct blob_find bf = {blob, SH_SCR, hex, m->key};
-    if (sh_cache_ready() < 0 || !find_blob(&bf) || blob_foreign(blob))
+    struct blob_find bf = {blob, SH_SCR, hex, m->key, (unsigned long long)m->ents[e].size};
+    if (sh_cache_ready() < 0)
+        return -1;
+    if (sh_verify_foreign)   /* decided on the descriptor, as a data open is */
+        return serve_open(&bf, O_PATH | (keep & O_CLOEXEC));
+    if (!find_blob(&bf))
         return -1;
     int fd = sh_cache_open(blob, O_PATH | (keep & O_CLOEXEC), 0);
     struct stat st;
@@ -282,6 +331,27 @@ static int path_of_blob(struct sh_mount *m, uint32_t e, char *blob, int keep)
     return fd;
 }
 
+/* HFS3_VERIFY_FOREIGN=1: the descriptor served for file entry e, decided on itself (serve_open): a copy that may
+ * be served as it is, else the one the helper's _get leaves (fetched, or this user's own copy of a member's
+ * blob, hashed as it was copied). fd, or -errno (-EIO logged). */
+static int serve_blob(struct sh_mount *m, uint32_t e, char *rp, int keep, int cancel)
+{
+    char hex[65];
+    hexs(m->ents[e].sha256, hex);
+    struct blob_find bf = {rp, SH_SCR, hex, m->key, (unsigned long long)m->ents[e].size};
+    int flags = O_RDONLY | O_NONBLOCK | keep, pin = -1;
+    int fd = serve_open(&bf, flags);
+    if (fd >= 0)
+        return fd;
+    int rc = ensure_blob(m, e, rp, SH_SCR, 1, &pin, cancel);
+    if (rc == 0 && (fd = serve_open(&bf, flags)) < 0) {
+        sh_log(0, "%s/%s: no copy of your own or root's to serve, and HFS3_VERIFY_FOREIGN=1 serves no other "
+               "(HFS3_LOG=debug says why each copy was refused)", m->path, sh_epath(m, e));
+        rc = -EIO;
+    }
+    sh_unpin(pin);
+    return rc < 0 ? rc : fd;
+
 /* The data open of file entry e (the blob, fetched first when missing): fd, or -errno. cancel: the host has
  * cancellation enabled (sh_open turned it off for this call). */
 static int open_data(struct sh_mount *m, uint32_t e, char *rp, int keep, int cancel)
@@ -291,6 +361,12 @@ static int open_data(struct sh_mount *m, uint32_t e, char *rp, int keep, int can
      * opened here is fetched alongside it (or waited for, where the prefetcher has it) */
     maybe_prefetch(m, e);
     int pin = -1;
+    if (sh_verify_foreign) {
+        fd = serve_blob(m, e, rp, keep, cancel);
+        if (fd < 0)
+            return fd;
+        goto opened;
+    }
     if ((rc = ensure_blob(m, e, rp, SH_SCR, 0, &pin, cancel)) < 0) {
         sh_unpin(pin);
         return rc;
@@ -314,10 +390,11 @@ static int open_data(struct sh_mount *m, uint32_t e, char *rp, int keep, int can
         sh_log(0, "%s: a symlink: not trusted, not read", rp);
         return -EIO;
     }
-    if (fd >= 0 && !sh_trusted_file(fd, rp)) {
+    if (fd >= 0 && !sh_may_serve(fd, NULL, m->ents[e].size, rp, 0)) {
         sh_r.close(fd);
         return -EIO;
     }
+opened:
     if (fd >= 0 && !(keep & O_NONBLOCK))
         (void)sh_r.fcntl(fd, F_SETFL, sh_r.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (fd >= 0 && !sh_in_vfork())

@@ -362,6 +362,11 @@ void sh_cache_after_fork(void);
 /* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
+/* The one place the shim decides whether the blob descriptor fd, opened from the directory whose fstat is dir,
+ * is handed to the program as a file entry of size bytes: under HFS3_VERIFY_FOREIGN=1 include/hfs3/serve.h's rule
+ * (the helper's blob check applies the same), otherwise sh_trusted_file's. One fstat of fd. 1 yes; 0 no, with
+ * one log line at level (sh_trusted_file's refusals always at 0). */
+int sh_may_serve(int fd, const struct stat *dir, unsigned long long size, const char *what, int level);
 gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
 /* 1 once sh_cache_ready took a cache on a read-only file system (HFS3_OFFLINE=1 only): nothing is written to it,
  * no helper is started (sh_run_locked gives -EROFS), what is cached is read. */
@@ -394,6 +399,8 @@ void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
 /* open of a file under CACHE, every directory on the way reached from the checked cache descriptor (helper.c) */
 int sh_cache_open(const char *path, int flags, mode_t mode);
+/* The same, and *dir gets the fstat of the directory the file was opened from (st_mode 0: none, a path outside) */
+int sh_cache_open_in(const char *path, int flags, mode_t mode, struct stat *dir);
 /* sh_mkdirs, and the directory whose mkdir failed in failed[n] (empty when none did) */
 int sh_mkdirs_why(const char *path, char *failed, size_t n);
 /* the errno of the mkdir that kept the cache from being created (*dir: which), or 0 */

@@ -29,6 +29,8 @@ typedef struct hfs3_fetch_file {
     const char *chunks;  /* NULL, or the sha256 of every chunk_size slice: 64 lowercase hex each, concatenated */
     const char *mount;   /* NULL, or the mount key (16 hex, hfs3_mountkey) whose manifest this entry is from: with
                           * chunks, the file is checked chunk by chunk as it arrives into that mount's cblobs/ */
+    const char *own;     /* NULL, or (HFS3_VERIFY_FOREIGN=1) the user's own mount key: a blob there that is not the
+                          * user's to serve (include/hfs3/serve.h) is copied into its cblobs/ and served from there */
 } hfs3_fetch_file;
 
 /* Called with the number of bytes that just arrived (or were found done on resume); calls are

@@ -287,7 +287,10 @@ refused "B's forged blob of the right size, HFS3_VERIFY_FOREIGN=1" "does not mat
 grep -q "does not match" "$S/fails/$tok.err" || fail "fails/<sha>.err not written"
 as "$B" bash -c "umask 027; cp '$WORK/m/model.safetensors' '$S/blobs/$big'"
 HFS3_VERIFY_FOREIGN=1 runA _get "$R" model.safetensors
-succeeded "B's genuine blob, re-hashed under HFS3_VERIFY_FOREIGN=1"
+succeeded "B's genuine blob under HFS3_VERIFY_FOREIGN=1"
+# issue 32: B's blob is never served as it is: A's own copy, hashed as it was made, in A's own mount directory
+cmp -s "$S/mounts/$KA/cblobs/$big" "$WORK/m/model.safetensors" && [ "$(stat -c %u:%a "$S/mounts/$KA/cblobs/$big")" = "$A:440" ] ||
+  fail "B's genuine blob under HFS3_VERIFY_FOREIGN=1: no read-only copy of A's own"
 as "$B" ln -s "$HA/secret" "$S/blobs/$empty"
 runA _get "$R" sub/empty.txt
 refused "blobs/<sha> a symlink of B's" "is a symlink"
@@ -384,7 +387,7 @@ as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _get "$R" config.json
 [ "$(stat -c %u "$S/blobs/$cfg")" = "$B" ] || fail "shim: B's good blob"
 shimA env HFS3_VERIFY_FOREIGN=yes cat /models/m1/config.json
 [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "shim: B's good blob under HFS3_VERIFY_FOREIGN: exit $st"; }
-ok "shim: HFS3_VERIFY_FOREIGN=yes: B's good blob re-hashed and served"
+ok "shim: HFS3_VERIFY_FOREIGN=yes: B's good blob copied (A's own copy, hashed) and served"
 # the manifest: B refreshed it last (B's index); A's shim with HFS3_VERIFY_FOREIGN=1 installs its own at once
 rm -f "$S/mounts/$K/index" "$S/mounts/$K/manifest.json" "$S/mounts/$K/etag"
 as "$B" env HFS3_CACHE_DIR="$S" "$HFS3_BIN" _index "$R"

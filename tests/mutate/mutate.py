@@ -181,8 +181,8 @@ def _built_from(tree, src, group):
     if src.startswith("lib/") or src.startswith("include/hfs3/"):
         obj = [f"{b}/obj/{src[:-2]}.o", f"{b}/libhfs3.a"] if src.endswith(".c") else []
         out = units + ((helper + sorted(glob.glob(os.path.join(tree, b, "tools", "*")))) if e2e else [])
-        if src == "include/hfs3/index.h" and e2e:
-            out += shim   # the one header the shim shares
+        if src in ("include/hfs3/index.h", "include/hfs3/serve.h") and e2e:
+            out += shim   # the headers the shim shares
         return obj + out if out else []
     if src.startswith("helper/"):
         return ([f"{b}/obj/{src[:-2]}.o"] if src.endswith(".c") else []) + helper if e2e else []

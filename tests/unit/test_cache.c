@@ -558,7 +558,7 @@ static void test_fetch_planted(void)
     CHECK_EQ_INT(symlink(v, s), 0);
     hfs3_remote r = {0};
     r.spec = "nowhere:bucket/model";
-    hfs3_fetch_file f = {"empty.txt", "empty.txt", 0, sha, NULL, 0, NULL, NULL};
+    hfs3_fetch_file f = {"empty.txt", "empty.txt", 0, sha, NULL, 0, NULL, NULL, NULL};
     hfs3_fetch_result res;
     setenv("HFS3_LOG", "error", 1);
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
@@ -599,7 +599,11 @@ static void test_blob_foreign(void)
     close(fd);
     hfs3_remote r = {0};
     r.spec = "nowhere:bucket/model";
-    hfs3_fetch_file f = {"h.txt", "h.txt", 5, sha, NULL, 0, NULL, NULL};
+    /* HFS3_VERIFY_FOREIGN=1 serves a member's blob only as the user's own copy, in its own mount's cblobs/ */
+    hfs3_fetch_file f = {"h.txt", "h.txt", 5, sha, NULL, 0, NULL, NULL, "0123456789abcdef"};
+    char own[400];
+    snprintf(own, sizeof own, "%s/mounts/0123456789abcdef", p);
+    CHECK(mkdir(own, 0700) == 0 && chown(own, (uid_t)-1, 64100) == 0 && chmod(own, 03770) == 0);
     hfs3_fetch_result res;
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0); /* a member's blob: trusted by default */
     CHECK_EQ_INT(res.cached, 1);
@@ -613,6 +617,11 @@ static void test_blob_foreign(void)
     close(fd);
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), 0);
     CHECK_EQ_INT(res.cached, 1);
+    struct stat cst;
+    snprintf(own, sizeof own, "%s/mounts/0123456789abcdef/cblobs/%s", p, sha);
+    CHECK(stat(own, &cst) == 0 && cst.st_uid == geteuid() && cst.st_size == 5 && cst.st_nlink == 1 &&
+          !(cst.st_mode & 0222)); /* the user's own copy, read-only; the member's blob stays */
+    CHECK(access(s, F_OK) == 0);
     /* another group: refused whatever the mode */
     CHECK_EQ_INT(chown(s, 64101, 64101), 0);
     CHECK_EQ_INT(hfs3_fetch(c, &r, &f, NULL, &res), -EPERM);

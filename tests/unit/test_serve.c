@@ -1,0 +1,79 @@
+/* test_serve.c - include/hfs3/serve.h: the one rule of HFS3_VERIFY_FOREIGN=1 for "may this descriptor be served"
+ * (the shim's sh_may_serve and the helper's blob check share it), on fstat results built by hand: every part of
+ * the rule refuses on its own. */
+#include "harness.h"
+
+#include "hfs3/serve.h"
+
+#define ME 64101
+#define OTHER 64102
+
+static struct stat blob(uid_t uid, mode_t mode, nlink_t links, off_t size)
+{
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_mode = S_IFREG | mode;
+    st.st_uid = uid;
+    st.st_gid = 64100;
+    st.st_nlink = links;
+    st.st_size = size;
+    return st;
+}
+
+static struct stat dir(uid_t uid, mode_t mode)
+{
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_mode = S_IFDIR | mode;
+    st.st_uid = uid;
+    return st;
+}
+
+static void file_rule(void)
+{
+    struct stat st = blob(ME, 0440, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) == NULL);       /* the user's own blob, as installed in a shared cache */
+    st = blob(0, 0444, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) == NULL);       /* root's (an init container's prewarm) */
+    st = blob(OTHER, 0440, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* a member's: copied, never served */
+    st = blob(ME, 0640, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* a write bit: not as installed */
+    st = blob(0, 0460, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* group-writable (an ACL mask with w too) */
+    st = blob(ME, 0442, 1, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* writable by others */
+    st = blob(ME, 0440, 2, 47);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* a second name */
+    st = blob(ME, 0440, 1, 46);
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* not the manifest's size */
+    st = blob(ME, 0440, 1, 47);
+    st.st_mode = S_IFIFO | 0440;
+    CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* a FIFO */
+}
+
+static void dir_rule(void)
+{
+    struct stat d = dir(0, 03770);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) == NULL);        /* root's shared blobs/: sticky */
+    d = dir(ME, 03770);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) == NULL);        /* the user's own mounts/K/cblobs/ */
+    d = dir(ME, 0700);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) == NULL);        /* a private cache */
+    d = dir(OTHER, 03770);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) != NULL);        /* a member's: it renames anything in it */
+    d = dir(0, 02770);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) != NULL);        /* group-writable, not sticky */
+    d = dir(0, 01777);
+    CHECK(hfs3_serve_dir_refusal(&d, ME) != NULL);        /* writable by others */
+    d = dir(ME, 0700);
+    d.st_mode = S_IFREG | 0700;
+    CHECK(hfs3_serve_dir_refusal(&d, ME) != NULL);
+}
+
+int main(void)
+{
+    TEST(file_rule);
+    TEST(dir_rule);
+    return t_done("test_serve");
+}
