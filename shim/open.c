@@ -59,17 +59,25 @@ static int boot_id(char out[37])
 /* Whether the blob at path is there and may be used as it is. A blob the helper installed before flushing it
  * has CACHE/unflushed/<rec> holding the boot id: under another boot a crash may have torn it, and the shim
  * cannot hash, so it counts as missing: the helper's _get verifies it (or fetches it again). No record (the
- * common case: the blob is on disk) costs one failed open. */
+ * common case: the blob is on disk) costs one failed open. A record speaks only for a file of its own user's (or
+ * root's): one of another user's, fstat-ed on its descriptor, is not looked at (a member's 37 bytes would make the
+ * file EIO at every open, as lib/durable.c's hfs3_unflushed_state says). */
 static int blob_usable(const char *blob, const char *rec)
 {
-    if (!sh_exists(blob))
+    struct stat bs, rs;
+    if (sh_r.stat(blob, &bs) < 0)
         return 0;
     SH_SCRATCH(t);
     if ((size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, rec) >= SH_SCR)
         return 0;
     int fd = sh_cache_open(t->a, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0)
-        return errno == ENOENT;
+        return errno == ENOENT ||
+               (sh_r.lstat(t->a, &rs) == 0 && rs.st_uid != bs.st_uid && rs.st_uid != 0);
+    if (sh_r.fstat(fd, &rs) == 0 && rs.st_uid != bs.st_uid && rs.st_uid != 0) {
+        sh_r.close(fd);
+        return 1;
+    }
     char got[37], id[37];
     ssize_t k = read(fd, got, 36);
     sh_r.close(fd);
@@ -107,6 +115,30 @@ static int copy_exists(const struct blob_find *f)
         return 1;
     snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
     return sh_exists(f->blob);
+}
+
+/* Why no copy of f->hex is usable although the helper answered: a copy is there, but a record of another boot
+ * that this user could not remove stands beside it. 1 with the line in why, 0 none such. */
+static int record_why(const struct blob_find *f, char *why, size_t n)
+{
+    SH_SCRATCH(t);
+    struct stat bs, rs;
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) {
+            snprintf(t->a, SH_SCR, "%s/blobs/%s", sh_cache, f->hex);
+            snprintf(t->b, SH_SCR, "%s/unflushed/%s", sh_cache, f->hex);
+        } else {
+            snprintf(t->a, SH_SCR, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+            snprintf(t->b, SH_SCR, "%s/unflushed/%s.m%s", sh_cache, f->hex, f->key);
+        }
+        if (sh_r.stat(t->a, &bs) == 0 && sh_r.lstat(t->b, &rs) == 0) {
+            int w = snprintf(why, n, "%s is cached, but the record %s (uid %u's) says it was installed under another boot "
+                     "and not flushed, and this user cannot remove it: ask uid %u or root to remove that record",
+                     t->a, t->b, (unsigned)rs.st_uid, (unsigned)rs.st_uid);
+            return w > 0;
+        }
+    }
+    return 0;
 }
 
 /* HFS3_VERIFY_FOREIGN=1 and the blob at path is another user's (root aside): not handed out on trust. */
@@ -254,7 +286,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         else if (*pin < 0)
             snprintf(why, 512, "the file was removed from the cache (a `cache gc` or HFS3_CACHE_MAX making room) "
                      "before this open could pin it: try again");
-        else
+        else if (!record_why(&bf, why, 512))
             snprintf(why, 512, "the helper ended without installing the file and without a reason (killed, or "
                      "reaped by this program before it could tell)");
     }
