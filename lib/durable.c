@@ -6,6 +6,7 @@
 #include "hfs3/serve.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -53,13 +54,15 @@ int hfs3_boot_id(char out[37])
     return 0;
 }
 
-int hfs3_unflushed_mark(const hfs3_cache *c, const char *name)
+int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
 {
-    char id[37], line[40];
+    char id[37], line[64];
     int rc = hfs3_boot_id(id);
     if (rc < 0)
         return hfs3_err(rc, "the boot id (/proc/sys/kernel/random/boot_id) cannot be read: %s", strerror(-rc));
-    int n = snprintf(line, sizeof line, "%s\n", id);
+    /* the size on a second line: the flush promotes no file larger than its fetch installed (a member's sparse
+     * 64 GiB file would be hashed whole); the first line alone is what the shim and older helpers read */
+    int n = snprintf(line, sizeof line, "%s\n%" PRIu64 "\n", id, size);
     if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode, c->p_unflushed)) < 0)
         return rc;
     /* the record's name must be on disk before the blob's can be */
@@ -68,20 +71,55 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name)
     return 0;
 }
 
-int hfs3_unflushed_state(const hfs3_cache *c, const char *name)
+/* The record `name` (open, read and decided on its own descriptor): 0 none, or none that counts (one whose
+ * owner is neither the blob's, owner, nor root: a member's 37 bytes must not make another user's file
+ * unusable), 1 this boot's, 2 another boot's or unreadable. *size: the size its second line holds, or
+ * UINT64_MAX (none: an older record). */
+static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint64_t *size)
 {
-    char *text = NULL, id[37];
-    size_t n = 0;
-    char saved[1024];
-    snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
-    int rc = hfs3_cache_read(c, c->unflushed, name, 128, &text, &n, NULL, c->p_unflushed);
-    hfs3_err(0, "%s", saved);
-    if (rc == -ENOENT)
+    char text[129], id[37];
+    *size = UINT64_MAX;
+    int fd = openat(c->unflushed, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        /* unreadable (a member's 0600 record, a symlink): counted only when it could be the owner's */
+        if (fstatat(c->unflushed, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != owner && st.st_uid != 0)
+            return 0;
+        return 2;
+    }
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return 2;
+    }
+    if (st.st_uid != owner && st.st_uid != 0) {
+        close(fd);
         return 0;
-    int same = rc == 0 && n >= 36 && hfs3_boot_id(id) == 0 && !memcmp(text, id, 36) &&
-               (n == 36 || text[36] == '\n');
-    free(text);
+    }
+    /* one anybody could write into says nothing: the blob is hashed again */
+    ssize_t n = S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & S_IWOTH)
+                    ? pread(fd, text, sizeof text - 1, 0)
+                    : -1;
+    close(fd);
+    if (n < 36)
+        return 2;
+    text[n] = 0;
+    int same = hfs3_boot_id(id) == 0 && !memcmp(text, id, 36) && (n == 36 || text[36] == '\n');
+    if (same && n > 37) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(text + 37, &end, 10);
+        if (!errno && end != text + 37 && (*end == '\n' || !*end))
+            *size = (uint64_t)v;
+    }
     return same ? 1 : 2;
+}
+
+int hfs3_unflushed_state(const hfs3_cache *c, const char *name, uid_t owner)
+{
+    uint64_t size;
+    return record_state(c, name, owner, &size);
 }
 
 static int is_chunked(const char *name) { return name[64] != 0; }
@@ -94,7 +132,7 @@ static void drop_record(const hfs3_cache *c, const char *name)
 }
 
 /* A full disk has no block for a new record (a temp file and a rename), but the old boot's record has one: this
- * boot's id written over it in place, where it is this user's own plain "<id>\n" (a torn write reads as another
+ * boot's id written over it in place, where it is this user's own "<id>\n<size>\n" (a torn write reads as another
  * boot: one more hash after a crash). 0, or -1 where it is left as it is. */
 static int remark_in_place(const hfs3_cache *c, const char *name)
 {
@@ -107,7 +145,7 @@ static int remark_in_place(const hfs3_cache *c, const char *name)
     struct stat st;
     int rc = -1;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == c->uid &&
-        st.st_size == 37 && pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
+        st.st_size >= 37 && st.st_size <= 64 && pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
         rc = 0;
     close(fd);
     return rc;
@@ -122,8 +160,10 @@ int hfs3_unflushed_settle(const hfs3_cache *c, int dir, const char *name, int fd
     if (is_chunked(name)) {
         char saved[1024];
         snprintf(saved, sizeof saved, "%s", hfs3_errmsg());
+        struct stat st;
+        uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : UINT64_MAX; /* checked: the manifest's */
         /* the old boot's record left as it is would make the shim take the copy as missing: an EIO offline */
-        if (hfs3_unflushed_mark(c, name) < 0 && remark_in_place(c, name) < 0)
+        if (hfs3_unflushed_mark(c, name, size) < 0 && remark_in_place(c, name) < 0)
             hfs3_debug("%s", hfs3_errmsg()); /* the old boot's record stays: one more chunk check */
         hfs3_err(0, "%s", saved);
         return 0;
@@ -239,11 +279,27 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd)
     return 0;
 }
 
+/* A cblobs/ file of this user's larger than the size its fetch recorded (a file that is not what the fetch
+ * installed): removed unhashed, once its pin is free, as drop_mismatch does (a sparse 64 GiB file costs its maker
+ * nothing and the hash an hour of holes). 0 removed or gone, 1 pinned. */
+static int drop_oversize(const hfs3_cache *c, int cdir, const char *sha, long long have, uint64_t size)
+{
+    int r = hfs3_gc_unlink_unpinned(c, cdir, "mounts/<key>/cblobs", sha, 0);
+    if (r == -EBUSY)
+        return 1;
+    if (r == 0)
+        hfs3_warn("cache: mounts/<key>/cblobs/%s has %lld bytes, its fetch installed %" PRIu64 ": removed unhashed",
+                  sha, have, size);
+    return 0;
+}
+
 static int flush_one(void *ud, const char *name)
 {
     flush_scan *s = ud;
     const hfs3_cache *c = s->c;
-    if (!blob_name_ok(name) || hfs3_unflushed_state(c, name) != 1)
+    uint64_t size;
+    /* this user's own records only: another's is its owner's to flush (and this user could not remove it) */
+    if (!blob_name_ok(name) || record_state(c, name, c->uid, &size) != 1)
         return 0;
     char lockname[80];
     snprintf(lockname, sizeof lockname, "%.64s.lock", name);
@@ -277,7 +333,19 @@ static int flush_one(void *ud, const char *name)
             int known_bad = 0;
             for (int i = 0; chunked && i < s->nbad && !known_bad; i++)
                 known_bad = !strcmp(s->bad[i], name);
-            int r = !chunked ? 0 : known_bad ? drop_mismatch(c, dir, sha) : promote(c, dir, sha, fd);
+            int r;
+            if (!chunked)
+                r = 0;
+            else if (known_bad)
+                r = drop_mismatch(c, dir, sha);
+            else if (st.st_uid != c->uid)
+                /* another user's file under this user's record (a member's, planted once this user's was gone):
+                 * never hashed nor promoted, and the record goes, as the file it spoke for went */
+                r = 0;
+            else if (size != UINT64_MAX && (uint64_t)st.st_size > size)
+                r = drop_oversize(c, dir, sha, (long long)st.st_size, size);
+            else
+                r = promote(c, dir, sha, fd);
             if (r == 0)
                 drop_record(c, name);
             else
@@ -314,13 +382,16 @@ int hfs3_flush_pending(const hfs3_cache *c)
 
 static int any_record(void *ud, const char *name)
 {
-    (void)ud;
-    return blob_name_ok(name);
+    const hfs3_cache *c = ud;
+    struct stat st;
+    /* another user's record is its owner's to flush: no process for it after every run of this user's */
+    return blob_name_ok(name) && fstatat(c->unflushed, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           (st.st_uid == c->uid || st.st_uid == 0);
 }
 
 void hfs3_flush_spawn(const hfs3_cache *c)
 {
-    if (hfs3_env_bool("HFS3_TEST_NO_FLUSH", 0) || hfs3_cache_scan(c->unflushed, "", "", any_record, NULL) != 1)
+    if (hfs3_env_bool("HFS3_TEST_NO_FLUSH", 0) || hfs3_cache_scan(c->unflushed, "", "", any_record, (void *)c) != 1)
         return;
     char *dir = hfs3_strdup(c->dir);
     if (!dir)

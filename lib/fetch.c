@@ -850,7 +850,9 @@ static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const ch
                         int *unflushed)
 {
     struct stat a, b;
-    if (!sync && hfs3_unflushed_mark(c, at->rec) < 0) {
+    /* the size verified, for the flush: it promotes no larger file under this record (durable.h) */
+    uint64_t size = fstat(fd, &a) == 0 ? (uint64_t)a.st_size : UINT64_MAX;
+    if (!sync && hfs3_unflushed_mark(c, at->rec, size) < 0) {
         hfs3_debug("%s; flushing %s before its install instead", hfs3_errmsg(), sha);
         sync = 1;
     }
@@ -1046,7 +1048,7 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
         else
             rc = 2;
     }
-    if (rc == 1 && hfs3_unflushed_state(c, at->rec) == 2) {
+    if (rc == 1 && hfs3_unflushed_state(c, at->rec, st.st_uid) == 2) {
         if (!locked) {
             close(fd);
             return 0;
@@ -1078,7 +1080,7 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
         hfs3_warn("%s; removed it, fetching it again", hfs3_errmsg());
         /* an old boot's record of it has nothing left to flush, and the flush leaves such records to a helper
          * that can check them: gone with the blob (under the lock no install can be writing a new one) */
-        if (locked && hfs3_unflushed_state(c, at->rec) == 2)
+        if (locked && hfs3_unflushed_state(c, at->rec, st.st_uid) == 2)
             (void)unlinkat(c->unflushed, at->rec, 0);
         return 0;
     }

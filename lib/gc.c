@@ -100,6 +100,16 @@ static int cmp_sha(const void *a, const void *b)
     return strcmp(((const hfs3_gc_blob *)a)->sha, ((const hfs3_gc_blob *)b)->sha);
 }
 
+/* The bytes a file counts for against the budget: its size when it is this user's own; another user's at no more
+ * than the blocks it holds. A sparse 1 TiB file costs a member of a shared cache no disk, and counted at its
+ * apparent size it would fail every fetch of another user's under HFS3_CACHE_MAX (a file system that compresses
+ * counts a member's files at what they take on disk too). */
+static uint64_t held_bytes(const hfs3_cache *c, const struct stat *st)
+{
+    uint64_t size = (uint64_t)st->st_size, blocks = (uint64_t)st->st_blocks * 512;
+    return st->st_uid == c->uid || blocks >= size ? size : blocks;
+}
+
 /* Opens a directory of the cache again for readdir (the cache keeps its own descriptor). */
 static DIR *reopen_dir(int dirfd)
 {
@@ -141,7 +151,7 @@ int hfs3_gc_list(const hfs3_cache *c, hfs3_gc_blob **out, size_t *n)
         hfs3_gc_blob *b = &v[len++];
         memset(b, 0, sizeof *b);
         memcpy(b->sha, de->d_name, 65);
-        b->size = (uint64_t)st.st_size;
+        b->size = held_bytes(c, &st);
         b->uid = st.st_uid;
         b->last_use = st.st_mtim.tv_sec;
         char lock[80];
@@ -182,7 +192,7 @@ uint64_t hfs3_gc_tmp_bytes(const hfs3_cache *c)
     while ((de = readdir(d)) != NULL)
         if (hfs3_ends_with(de->d_name, ".part") && fstatat(c->tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
-            sum += (uint64_t)st.st_size;
+            sum += held_bytes(c, &st);
     closedir(d);
     return sum;
 }
@@ -217,7 +227,7 @@ static uint64_t blob_bytes(const hfs3_cache *c, const char *sha)
     while ((de = readdir(d)) != NULL)
         if (hfs3_is_sha256_hex(de->d_name) && strcmp(de->d_name, sha) &&
             fstatat(c->blobs, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            sum += (uint64_t)st.st_size;
+            sum += held_bytes(c, &st);
     closedir(d);
     return sum;
 }
@@ -250,7 +260,7 @@ static uint64_t list_cblobs(const hfs3_cache *c, hfs3_gc_blob **v, size_t *len, 
             close(mfd);
         if (!got)
             continue;
-        sum += (uint64_t)st.st_size;
+        sum += held_bytes(c, &st);
         if (!v)
             continue;
         if (*len == *cap) {
@@ -267,7 +277,7 @@ static uint64_t list_cblobs(const hfs3_cache *c, hfs3_gc_blob **v, size_t *len, 
         memset(b, 0, sizeof *b);
         snprintf(b->sha, sizeof b->sha, "%.64s", n);
         snprintf(b->mount, sizeof b->mount, "%s", n + 66);
-        b->size = (uint64_t)st.st_size;
+        b->size = held_bytes(c, &st);
         b->uid = st.st_uid;
         b->last_use = st.st_mtim.tv_sec;
         snprintf(rel, sizeof rel, "%s.lock", b->sha);

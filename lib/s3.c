@@ -63,6 +63,7 @@ typedef struct xfer {
     hfs3_s3 *c;
     long status;
     char *etag, *last_modified;
+    char encoding[40];          /* Content-Encoding (printable, cut), "" when absent: named when the body is wrong */
     double meta_mtime;          /* X-Amz-Meta-Mtime (rclone's record of the file's mtime), 0 when absent */
     int have_len, have_crange, have_total;
     uint64_t content_length, crange_start, crange_end, total;
@@ -83,6 +84,7 @@ static void xfer_reset_headers(xfer *x)
     free(x->etag);
     free(x->last_modified);
     x->etag = x->last_modified = NULL;
+    x->encoding[0] = 0;
     x->meta_mtime = 0;
     x->have_len = x->have_crange = x->have_total = 0;
     x->content_length = x->crange_start = x->crange_end = x->total = 0;
@@ -146,6 +148,14 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
     } else if (nl == 16 && !strncasecmp(p, "x-amz-meta-mtime", 16)) {
         double t = strtod(v, &end);
         x->meta_mtime = end != v && !*end && t > 0 && t < 1e11 ? t : 0;
+    } else if (nl == 16 && !strncasecmp(p, "content-encoding", 16)) {
+        /* for the message only (it is the server's text: printable, cut); "identity" is no encoding */
+        size_t k = 0;
+        for (const char *s = v; *s && k + 1 < sizeof x->encoding; s++)
+            x->encoding[k++] = *s > ' ' && *s < 127 ? *s : '?';
+        x->encoding[k] = 0;
+        if (!strcasecmp(x->encoding, "identity"))
+            x->encoding[0] = 0;
     } else if (nl == 14 && !strncasecmp(p, "content-length", 14)) {
         x->have_len = parse_u64(v, &end, &x->content_length) == 0;
     } else if (nl == 13 && !strncasecmp(p, "content-range", 13) && !strncmp(v, "bytes ", 6)) {
@@ -163,6 +173,18 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
 }
 
 static int status_ok(long s) { return s >= 200 && s < 300; }
+
+/* The end of a wrong body's message: a Content-Encoding explains a body longer or shorter than the range (the
+ * bytes are encoded; hfs3 asks for none, Accept-Encoding: identity, so a proxy in between encoded them). */
+static const char *enc_note(const xfer *x, char *buf, size_t n)
+{
+    if (!x->encoding[0])
+        return "";
+    snprintf(buf, n, "; the body came with Content-Encoding: %s, which hfs3 does not ask for (Accept-Encoding: "
+             "identity): a proxy in between that compresses replies? (turn its compression off for this endpoint)",
+             x->encoding);
+    return buf;
+}
 
 /* Checks the start of a 2xx body against what this attempt asked for. 0, or a message in x->proto_rc
  * (retryable: a proxy or server that answered wrongly once may answer right the next time) or
@@ -194,9 +216,11 @@ static int body_check(xfer *x)
             return -1;
         }
         if (q->ranged && x->crange_end >= q->hi) {
+            char eb[256];
             x->proto_rc = hfs3_err(-EIO, "s3: %s %s: server sent more bytes than requested (bytes %llu-%llu for "
-                                   "a range ending at %llu)", q->op, q->what, (unsigned long long)x->crange_start,
-                                   (unsigned long long)x->crange_end, (unsigned long long)(q->hi - 1));
+                                   "a range ending at %llu)%s", q->op, q->what, (unsigned long long)x->crange_start,
+                                   (unsigned long long)x->crange_end, (unsigned long long)(q->hi - 1),
+                                   enc_note(x, eb, sizeof eb));
             return -1;
         }
         x->pos = x->crange_start;
@@ -227,8 +251,9 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud)
     uint64_t start = x->pos, end = x->pos + n;
     x->pos = end;
     if (x->status == 206 && end > x->crange_end + 1) {
-        x->proto_rc = hfs3_err(-EIO, "s3: %s %s: server sent more bytes than requested (past byte %llu)",
-                               x->q->op, x->q->what, (unsigned long long)x->crange_end);
+        char eb[256];
+        x->proto_rc = hfs3_err(-EIO, "s3: %s %s: server sent more bytes than requested (past byte %llu)%s",
+                               x->q->op, x->q->what, (unsigned long long)x->crange_end, enc_note(x, eb, sizeof eb));
         return 0;
     }
     uint64_t lo = start > x->next ? start : x->next;
@@ -572,6 +597,15 @@ static int build_headers_keys(hfs3_s3 *c, const req *q, const char *path, const 
     int rc = 0;
     for (size_t i = 0; i < nh && !rc; i++)
         rc = add_header(&l, h[i].name, h[i].value);
+    /* never an encoded body: its bytes are not the object's (curl sends no Accept-Encoding by itself, but a proxy
+     * or server may compress a reply to a request that does not say; identity says no) */
+    if (!rc) {
+        struct curl_slist *n = curl_slist_append(l, "Accept-Encoding: identity");
+        if (n)
+            l = n;
+        else
+            rc = -ENOMEM;
+    }
     /* no "Expect: 100-continue" round trip for small PUTs */
     if (!rc && q->body && !(l = curl_slist_append(l, "Expect:")))
         rc = -ENOMEM;
@@ -837,6 +871,10 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
         curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
         if (x->sink_rc) {
             rc = x->sink_rc;
+            if (x->encoding[0]) { /* the sink refused the bytes (too many for the file): say they were encoded */
+                char eb[256];
+                hfs3_err(rc, "%s%s", hfs3_errmsg(), enc_note(x, eb, sizeof eb));
+            }
             break;
         }
         if (x->stale_rc) {
@@ -886,8 +924,10 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
                 want = x->content_length;
             if (q->sink && want != UINT64_MAX && x->next < want && strcmp(q->method, "HEAD")) {
                 if (attempt >= attempts) {
-                    rc = hfs3_err(-EIO, "s3: %s %s: body ended at byte %llu of %llu (after %d attempts)", q->op,
-                                  q->what, (unsigned long long)x->next, (unsigned long long)want, attempt);
+                    char eb[256];
+                    rc = hfs3_err(-EIO, "s3: %s %s: body ended at byte %llu of %llu (after %d attempts)%s", q->op,
+                                  q->what, (unsigned long long)x->next, (unsigned long long)want, attempt,
+                                  enc_note(x, eb, sizeof eb));
                     break;
                 }
                 retry = 1;

@@ -59,23 +59,33 @@ static int boot_id(char out[37])
 /* Whether the blob at path is there and may be used as it is. A blob the helper installed before flushing it
  * has CACHE/unflushed/<rec> holding the boot id: under another boot a crash may have torn it, and the shim
  * cannot hash, so it counts as missing: the helper's _get verifies it (or fetches it again). No record (the
- * common case: the blob is on disk) costs one failed open. */
-static int record_ok(const char *rec);
+ * common case: the blob is on disk) costs one failed open. A record speaks only for a file of its own user's (or
+ * root's): one of another user's, fstat-ed on its descriptor, is not looked at (a member's 37 bytes would make the
+ * file EIO at every open, as lib/durable.c's hfs3_unflushed_state says). */
+static int record_ok(const char *rec, uid_t owner);
 
 static int blob_usable(const char *blob, const char *rec)
 {
-    return sh_exists(blob) && record_ok(rec);
+    struct stat bs;
+    return sh_r.stat(blob, &bs) == 0 && record_ok(rec, bs.st_uid);
 }
 
-/* No record of rec in unflushed/, or one of this boot: the blob it speaks for may be used as it is. */
-static int record_ok(const char *rec)
+/* No record of rec in unflushed/, one of this boot, or one that is neither owner's (the blob's) nor root's: the
+ * blob it speaks for may be used as it is. */
+static int record_ok(const char *rec, uid_t owner)
 {
+    struct stat rs;
     SH_SCRATCH(t);
     if ((size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, rec) >= SH_SCR)
         return 0;
     int fd = sh_cache_open(t->a, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0)
-        return errno == ENOENT;
+        return errno == ENOENT ||
+               (sh_r.lstat(t->a, &rs) == 0 && rs.st_uid != owner && rs.st_uid != 0);
+    if (sh_r.fstat(fd, &rs) == 0 && rs.st_uid != owner && rs.st_uid != 0) {
+        sh_r.close(fd);
+        return 1;
+    }
     char got[37], id[37];
     ssize_t k = read(fd, got, 36);
     sh_r.close(fd);
@@ -116,9 +126,33 @@ static int copy_exists(const struct blob_find *f)
     return sh_exists(f->blob);
 }
 
+/* Why no copy of f->hex is usable although the helper answered: a copy is there, but a record of another boot
+ * that this user could not remove stands beside it. 1 with the line in why, 0 none such. */
+static int record_why(const struct blob_find *f, char *why, size_t n)
+{
+    SH_SCRATCH(t);
+    struct stat bs, rs;
+    for (int i = 0; i < 2; i++) {
+        if (i == 0) {
+            snprintf(t->a, SH_SCR, "%s/blobs/%s", sh_cache, f->hex);
+            snprintf(t->b, SH_SCR, "%s/unflushed/%s", sh_cache, f->hex);
+        } else {
+            snprintf(t->a, SH_SCR, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+            snprintf(t->b, SH_SCR, "%s/unflushed/%s.m%s", sh_cache, f->hex, f->key);
+        }
+        if (sh_r.stat(t->a, &bs) == 0 && sh_r.lstat(t->b, &rs) == 0) {
+            int w = snprintf(why, n, "%s is cached, but the record %s (uid %u's) says it was installed under another boot "
+                     "and not flushed, and this user cannot remove it: ask uid %u or root to remove that record",
+                     t->a, t->b, (unsigned)rs.st_uid, (unsigned)rs.st_uid);
+            return w > 0;
+        }
+    }
+    return 0;
+}
+
 /* HFS3_VERIFY_FOREIGN=1: opens (flags) the first copy of f->hex whose descriptor may be served (sh_may_serve,
  * include/hfs3/serve.h): blobs/<hex>, else this mount's cblobs/<hex> (where the helper puts this user's own copy
- * of a member's blob), each only when its record allows (record_ok); blobs/ once more, for the flush may have
+ * of a member's blob), each only when its record allows (record_ok, after the open: the record's owner against the file's); blobs/ once more, for the flush may have
  * promoted the cblobs/ one in between. Decided on the descriptor returned, after the open: a name a member
  * fills between a look and the open is refused like any other of theirs. fd (f->blob its path), or -1. */
 static int serve_open(const struct blob_find *f, int flags)
@@ -133,12 +167,11 @@ static int serve_open(const struct blob_find *f, int flags)
             snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
             snprintf(rec, sizeof rec, "%s", f->hex);
         }
-        if (!record_ok(rec))
-            continue;
         int fd = sh_cache_open_in(f->blob, flags, 0, &dir);
         if (fd < 0)
             continue;
-        if (sh_may_serve(fd, &dir, f->size, f->blob, 2))
+        struct stat st;
+        if (sh_may_serve(fd, &dir, f->size, f->blob, 2) && sh_r.fstat(fd, &st) == 0 && record_ok(rec, st.st_uid))
             return fd;
         sh_r.close(fd);
     }
@@ -299,7 +332,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
         else if (*pin < 0)
             snprintf(why, 512, "the file was removed from the cache (a `cache gc` or HFS3_CACHE_MAX making room) "
                      "before this open could pin it: try again");
-        else
+        else if (!record_why(&bf, why, 512))
             snprintf(why, 512, "the helper ended without installing the file and without a reason (killed, or "
                      "reaped by this program before it could tell)");
     }

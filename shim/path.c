@@ -357,8 +357,11 @@ static int map_under(const char *real, const char *cache, char *out, size_t outn
     if (strncmp(real, cache, cl) || strncmp(real + cl, "/mounts/", 8))
         return 0;
     const char *r = real + cl + 8;
-    if (!strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9])) {
-        const char *tail = r + 9;
+    /* ancestors/..., or this user's own anc.<uid>[.<random>]/... (tree.c, under HFS3_VERIFY_FOREIGN=1) */
+    size_t al = !strncmp(r, "ancestors", 9) && (r[9] == '/' || !r[9]) ? 9
+                : !strncmp(r, "anc.", 4) && r[4] >= '0' && r[4] <= '9' ? strcspn(r, "/") : 0;
+    if (al) {
+        const char *tail = r + al;
         SH_LOC(l);
         if (classify_plain(*tail ? tail : "/", &l) != L_ANC)
             return 0;

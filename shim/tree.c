@@ -3,6 +3,7 @@
  * directories in the cache, and the path calls that need no fetch (readlink, realpath, access, chdir, statfs). */
 #include "shim.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -195,8 +196,86 @@ static int skel_chdir(const char *real)
     return rc;
 }
 
+/* 1 when name in mounts/ (mfd) is a directory of this user's own that nobody else can write into. */
+static int anc_root_own(int mfd, const char *name)
+{
+    struct stat st;
+    int fd = sh_r.openat(mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int ok = sh_r.fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+             !(st.st_mode & (S_IWGRP | S_IWOTH));
+    sh_r.close(fd);
+    return ok;
+}
+
+/* Under HFS3_VERIFY_FOREIGN=1 in a shared cache the ancestors' skeleton is this user's own, in a directory only it
+ * can write: mounts/anc.<uid>, or, where a member took that name first (a symlink, a directory of its own),
+ * mounts/anc.<uid>.<random> found again by its owner (a member can make names of that shape too, never one
+ * of this user's). A fixed name a member can take first would deny `cd` into every ancestor for good. Its name
+ * into out: 0, or -1 (none could be had: the ancestors are then synthesized, and cd into them fails). */
+static int anc_root(char *out, size_t n)
+{
+    SH_SCRATCH(t);
+    unsigned me = (unsigned)geteuid();
+    if ((size_t)snprintf(t->b, SH_SCR, "%s/mounts", sh_cache) >= SH_SCR)
+        return -1;
+    int mfd = sh_cache_open(t->b, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (mfd < 0 && errno == ENOENT && !sh_in_vfork() && sh_mkdirs(t->b) == 0)
+        mfd = sh_cache_open(t->b, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (mfd < 0)
+        return -1;
+    int rc = -1;
+    snprintf(out, n, "anc.%u", me);
+    if (anc_root_own(mfd, out) ||
+        (!sh_in_vfork() && syscall(SYS_mkdirat, mfd, out, 0700) == 0 && anc_root_own(mfd, out))) {
+        rc = 0;
+        goto out;
+    }
+    /* taken: this user's own of the other shape, else a new one */
+    char pre[32];
+    size_t pl = (size_t)snprintf(pre, sizeof pre, "anc.%u.", me);
+    long k;
+    int dfd = sh_r.openat(mfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    while (dfd >= 0 && rc < 0 && (k = syscall(SYS_getdents64, dfd, t->a, SH_SCR)) > 0) {
+        for (long off = 0; off < k && rc < 0;) {
+            struct dirent64 *d = (struct dirent64 *)(t->a + off);
+            off += d->d_reclen;
+            if (!strncmp(d->d_name, pre, pl) && strlen(d->d_name) < n && anc_root_own(mfd, d->d_name)) {
+                snprintf(out, n, "%s", d->d_name);
+                rc = 0;
+            }
+        }
+    }
+    if (dfd >= 0)
+        sh_r.close(dfd);
+    for (int i = 0; rc < 0 && i < 8 && !sh_in_vfork(); i++) {
+        unsigned long long r = 0;
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            r = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)ts.tv_sec ^ (unsigned long long)getpid();
+        }
+        snprintf(out, n, "%s%016llx", pre, r);
+        if (syscall(SYS_mkdirat, mfd, out, 0700) == 0 && anc_root_own(mfd, out))
+            rc = 0;
+    }
+out:
+    sh_r.close(mfd);
+    if (rc < 0)
+        sh_log(1, "%s/mounts: no directory of this user's own for the ancestors' skeleton: not used", sh_cache);
+    return rc;
+}
+
 void sh_anc_path(const char *logical, char *out, size_t n)
 {
+    char root[48];
+    if (sh_verify_foreign && sh_cache_ready() == 0 && sh_cache_shared()) {
+        if (anc_root(root, sizeof root) < 0 ||
+            (size_t)snprintf(out, n, "%s/mounts/%s%s", sh_cache, root, logical) >= n)
+            out[0] = 0;
+        return;
+    }
     if ((size_t)snprintf(out, n, "%s/mounts/ancestors%s", sh_cache, logical) >= n)
         out[0] = 0;
 }

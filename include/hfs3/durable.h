@@ -12,6 +12,9 @@
 #ifndef HFS3_DURABLE_H
 #define HFS3_DURABLE_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "hfs3/cache.h"
 
 /* 1 when HFS3_DURABLE=sync asks for each blob to be flushed before it is installed (the old path, for
@@ -23,13 +26,16 @@ int hfs3_durable_sync(void);
  * left unflushed: callers flush before the install). */
 int hfs3_boot_id(char out[37]);
 
-/* Records blob `name` as unflushed, with this boot's id: written, fsynced, and unflushed/ fsynced. Must succeed
- * before the blob is renamed into blobs/ without a flush. 0 or -errno with a message. */
-int hfs3_unflushed_mark(const hfs3_cache *c, const char *name);
+/* Records blob `name` (of size bytes) as unflushed, with this boot's id: "<boot id>\n<size>\n", written, fsynced,
+ * and unflushed/ fsynced. Must succeed before the blob is renamed into blobs/ without a flush. 0 or -errno with a
+ * message. */
+int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size);
 
-/* The record of blob `name`: 0 none (the blob is on disk), 1 written under this boot, 2 written under another
- * boot, or unreadable (the blob must be verified again before it is trusted). */
-int hfs3_unflushed_state(const hfs3_cache *c, const char *name);
+/* The record of blob `name`, whose file is owner's: 0 none (the blob is on disk), or none that speaks for that
+ * file (a record of a user other than owner and root: a member's record cannot deny another user's file), 1
+ * written under this boot, 2 written under another boot, or unreadable, or writable by another (the blob must be
+ * verified again before it is trusted). Decided on the record's descriptor (fstat). */
+int hfs3_unflushed_state(const hfs3_cache *c, const char *name, uid_t owner);
 
 /* Flushes the blob open as fd (fdatasync, then its directory dir) and removes its record name; a chunk-checked
  * blob's record (<sha256>.m<key>) is written again under this boot instead, for hfs3_flush_pending to promote

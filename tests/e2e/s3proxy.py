@@ -33,6 +33,8 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
                      cut       K body bytes, then the connection is reset (RST)
                      stall     K body bytes, then nothing more, the connection held open until the client leaves
                      overlong  K bytes more than the server sent (Content-Length and Content-Range say so too)
+                     gzip      the body gzip-compressed, with Content-Encoding: gzip (a compressing proxy that
+                               ignores Accept-Encoding: identity); Content-Range as the server sent it
                      shift     a Range starting at A>0 is sent to the server as starting at A-K, unsigned
                                (the test server serves anonymous GETs), so the body starts K bytes before what
                                was asked; Content-Range tells the truth
@@ -41,7 +43,7 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
                                had been replaced between two requests)
                      500, 503  an S3 XML error (InternalError, SlowDown), never forwarded
                      403       an S3 AccessDenied, never forwarded (not retried: the file fails at once)
-                   Eligible: a 2xx GET with a body (flip, truncate, cut, stall, overlong), a GET whose Range
+                   Eligible: a 2xx GET with a body (flip, truncate, cut, stall, overlong, gzip), a GET whose Range
                    starts past byte 0 (shift, etag), a 206 (nocrange), any GET (500, 503, 403).
 A server that cannot be reached (restarted by a test) gets 502 Bad Gateway with an S3 XML body, logged as
 "upstream-down"; a server that dies mid-body closes the client's connection too.
@@ -54,6 +56,7 @@ cut-after-K, KIND-injected (--fault) or upstream-down; a client that reuses its 
 short because the client went away logs the bytes it did send.
 """
 import argparse
+import gzip
 import http.client
 import json
 import select
@@ -78,7 +81,7 @@ DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</C
 BADGW = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>BadGateway</Code>'
          b'<Message>s3proxy cannot reach the server</Message><RequestId>s3proxy</RequestId></Error>')
 CHUNK = 16384
-BODY_FAULTS = {"flip", "truncate", "cut", "stall", "overlong"}
+BODY_FAULTS = {"flip", "truncate", "cut", "stall", "overlong", "gzip"}
 UNSIGNED_DROP = {"range", "authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"}
 
 
@@ -312,6 +315,10 @@ def make_handler(st):
                         v = "bytes %s-%d/%s" % (lo, int(hi) + a.fault_at, total)
                     fixed.append((name, v))
                 headers = fixed
+            elif kind == "gzip":
+                data = gzip.compress(data)
+                headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+                headers.append(("Content-Encoding", "gzip"))
             self.send_response_only(resp.status, resp.reason)
             for name, v in headers:
                 self.send_header(name, v)
@@ -424,7 +431,7 @@ def main():
     p.add_argument("--headers-log", default="")
     p.add_argument("--match", default="")
     p.add_argument("--enforce-if-match", action="store_true")
-    p.add_argument("--fault", choices=["flip", "truncate", "cut", "stall", "overlong", "shift", "nocrange",
+    p.add_argument("--fault", choices=["flip", "truncate", "cut", "stall", "overlong", "gzip", "shift", "nocrange",
                                        "etag", "500", "503", "403"])
     p.add_argument("--fault-every", type=int, default=1)
     p.add_argument("--fault-max", type=int, default=0)

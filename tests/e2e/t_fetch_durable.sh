@@ -61,7 +61,7 @@ for P in w c; do
   ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 strace -f -qq -e trace=renameat2,renameat,fsync -o "$WORK/strace" \
     "$HFS3_BIN" fetch s3test:models/$P >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; fail "fetch"; }
   for s in $SA $SB $SC; do
-    [ "$(cat "$CD/unflushed/$(recn $s)")" = "$A" ] || fail "no record of boot A for blob $s"
+    [ "$(head -1 "$CD/unflushed/$(recn $s)")" = "$A" ] || fail "no record of boot A for blob $s"
     [ -f "$(blobp $s)" ] || fail "no blob at $(blobp $s)"
     # the record's rename, then an fsync of unflushed/ (a directory), then the blob's rename into blobs/
     python3 - "$WORK/strace" "$s" "$(recn $s)" <<'PY' || fail "blob $s: its record was not durable before its rename into blobs/"
@@ -162,7 +162,7 @@ PY
   HFS3_TEST_BOOT_ID=$B HFS3_OFFLINE=1 LD_PRELOAD=$HFS3_SHIM cat "$M/config.json" >"$WORK/got" 2>"$WORK/err" ||
     { cat "$WORK/err"; fail "offline after a reboot: the intact unflushed config.json is not served"; }
   cmp -s "$WORK/got" "$WORK/m/config.json" || fail "offline after a reboot: config.json differs"
-  [ "$(cat "$CD/unflushed/$(recn $SC)" 2>/dev/null)" = "$B" ] || [ ! -e "$CD/unflushed/$(recn $SC)" ] ||
+  [ "$(head -1 "$CD/unflushed/$(recn $SC)" 2>/dev/null)" = "$B" ] || [ ! -e "$CD/unflushed/$(recn $SC)" ] ||
     fail "offline after a reboot: the verified copy's record is still the old boot's"
   wait_flushed
   ok "$P: offline after a reboot: an intact unflushed copy is hashed again by the helper and served, damaged ones are an error ($(head -c 160 "$WORK/err.damaged"))"
@@ -176,7 +176,7 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=16m tm
   P=c CD=$WORK/small/cache
   export HFS3_CACHE_DIR=$CD
   HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" fetch s3test:models/c >/dev/null 2>&1 || fail "fetch (full disk)"
-  [ "$(cat "$CD/unflushed/$(recn $SA)")" = "$A" ] || fail "test setup: no record of boot A"
+  [ "$(head -1 "$CD/unflushed/$(recn $SA)")" = "$A" ] || fail "test setup: no record of boot A"
   dd if=/dev/zero of="$WORK/small/fill" bs=64k status=none 2>/dev/null || true
   [ "$(df -k --output=avail "$WORK/small" | tail -1)" -le 64 ] || fail "test setup: the tmpfs is not full"
   M=$WORK/mnt/c
@@ -184,7 +184,7 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=16m tm
     cat "$M/a.safetensors" >"$WORK/got" 2>"$WORK/err" ||
     { cat "$WORK/err"; fail "offline after a reboot, full disk: the intact unflushed a.safetensors is not served"; }
   cmp -s "$WORK/got" "$WORK/m/a.safetensors" || fail "offline after a reboot, full disk: a.safetensors differs"
-  [ "$(cat "$CD/unflushed/$(recn $SA)" 2>/dev/null)" = "$B" ] || [ ! -e "$CD/unflushed/$(recn $SA)" ] ||
+  [ "$(head -1 "$CD/unflushed/$(recn $SA)" 2>/dev/null)" = "$B" ] || [ ! -e "$CD/unflushed/$(recn $SA)" ] ||
     fail "offline after a reboot, full disk: the record is still the old boot's"
   # (the other copies' records are boot A's: the flush leaves them to a helper that can hash them)
   for _ in $(seq 1 100); do [ ! -e "$CD/unflushed/$(recn $SA)" ] && break; sleep 0.1; done

@@ -3,6 +3,8 @@
 #   the manifest refresh (_index, fetch, the shim's revalidation) sends If-None-Match with the stored ETag and
 #   gets 304; a changed manifest gets 200 and its new ETag is stored; a session token (rclone session_token,
 #   AWS_SESSION_TOKEN) is sent as x-amz-security-token on every request, signed, and never printed.
+#   Every request says Accept-Encoding: identity; a body a proxy gzipped anyway is refused with one line that
+#   names the encoding (issue 32 item 8).
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -103,4 +105,23 @@ res=$(tokens "$WORK/tok.jsonl")
 [ "$(grep -c '^bad' <<<"$res")" = 0 ] || { echo "$res"; fail "s3:// requests without the session token"; }
 [ "$(sed -n 's/^requests //p' <<<"$res")" -ge 4 ] || { echo "$res"; fail "too few requests recorded"; }
 ok "AWS_SESSION_TOKEN: $(sed -n 's/^requests //p' <<<"$res") requests, each sending and signing it"
+# Accept-Encoding: identity on every request; a proxy that gzips the body anyway (s3proxy.py --fault gzip): the
+# fetch fails with a line that names the encoding, never "more bytes than requested" alone
+python3 - "$WORK/tok.jsonl" <<'PY' || fail "a request without Accept-Encoding: identity"
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    ae = [v for k, v in r["headers"] if k.lower() == "accept-encoding"]
+    assert ae == ["identity"], (r["n"], r["method"], r["path"], ae)
+PY
+ok "every request sends Accept-Encoding: identity"
+unset AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3
+stop_proxies
+start_proxy gz 0 "--fault gzip --match tokenizer.json"
+export HFS3_CACHE_DIR=$WORK/cache-gz
+HFS3_RETRIES=0 expect_exit 1 "fetch through a proxy that gzips the body" "$HFS3_BIN" fetch gz:models/m
+grep -q "Content-Encoding: gzip" "$WORK/err" || { cat "$WORK/err" >&2; fail "the error does not name the encoding"; }
+grep -q "gzip-injected" "$WORK/gz.log" || fail "test setup: the proxy gzipped nothing"
+[ ! -e "$WORK/cache-gz/blobs/$(blob_of "$WORK/m/tokenizer.json")" ] || fail "a gzipped body was installed"
+ok "a gzipped body is refused, the encoding named: $(grep -m1 "Content-Encoding" "$WORK/err" | cut -c1-200)"
 echo "all ok"
