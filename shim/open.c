@@ -384,6 +384,7 @@ static int serve_blob(struct sh_mount *m, uint32_t e, char *rp, int keep, int ca
     }
     sh_unpin(pin);
     return rc < 0 ? rc : fd;
+}
 
 /* The data open of file entry e (the blob, fetched first when missing): fd, or -errno. cancel: the host has
  * cancellation enabled (sh_open turned it off for this call). */
