@@ -13,8 +13,8 @@
 #include "hfs3/hub.h"
 
 /* build --all: one line per repository on stdout ("NAME: built ...", "NAME: unchanged", "NAME: failed (the
- * reason is on stderr)"), each failure's reason once on stderr; then "HUB: N repositories: B built, U unchanged, F failed". 0, or 1 when any
- * failed (or none was found). */
+ * reason is on stderr)"), each failure's reason once on stderr; then "HUB: N repositories: B built, U
+ * unchanged, F failed". 0, or 1 when any failed (or none was found). */
 static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
 {
     char **names = NULL;

@@ -285,9 +285,11 @@ static long long progress(const char *tmpdir, const char *sha)
 /* Bytes so far of the fetch of sha (docs/internals.md "Size, last use and progress"): from the sidecar
  * tmp/<sha>.<rand>.done: line 1 "hfs3-done 1 SIZE CHUNK", then one completed range number per line; bytes =
  * the distinct ranges' sizes (the last one SIZE - N*CHUNK). -1 when there is no sidecar (one range: nothing
- * until it is done). Scratch buffers only: one for the directory, one for the file, one as the ranges' bitmap. */
-static long long bytes_so_far(const char *tmpdir, const char *sha)
+ * until it is done); *side: the sidecar's size (0 when none). Scratch buffers only: one for the directory, one
+ * for the file, one as the ranges' bitmap. */
+static long long bytes_so_far(const char *tmpdir, const char *sha, long long *side)
 {
+    *side = 0;
     int dfd = sh_cache_open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dfd < 0)
         return -1;
@@ -308,6 +310,9 @@ static long long bytes_so_far(const char *tmpdir, const char *sha)
     sh_r.close(dfd);
     if (fd < 0)
         return -1;
+    struct stat sst;
+    if (sh_r.fstat(fd, &sst) == 0)
+        *side = (long long)sst.st_size;
     unsigned char *seen = (unsigned char *)t->c;
     memset(seen, 0, SH_SCR);
     unsigned long long size = 0, chunk = 0, bytes = 0, num = 0;
@@ -400,15 +405,19 @@ static long long helper_wchar(pid_t pid)
 /* The bytes of j's fetch so far: the sidecar's whole ranges, or our helper's writes as they land. -1 unknown. */
 static long long fetched_bytes(const struct sh_lockjob *j, pid_t helper)
 {
-    long long b = bytes_so_far(j->tmpdir, j->sha), w = helper_wchar(helper);
+    long long side, b = bytes_so_far(j->tmpdir, j->sha, &side), w = helper_wchar(helper);
+    /* the helper's writes are the file's and its sidecar's (whose header goes first): not the sidecar's */
+    if (w >= 0)
+        w -= side;
     if (w > b)
         b = (unsigned long long)w < j->size ? w : (long long)j->size;
     return b;
 }
 
-/* One progress line of the wait on j: "LABEL: B of SIZE (P%), R/s, about E s left[; N more opens waiting]". waited_ms
- * since the wait began; b0 the bytes then (-1 unknown), so that the rate is this wait's, not the fetch's since
- * an earlier prefetch began it. On a terminal the line replaces the last one (\r ... erase to the end), no
+/* One progress line of the wait on j: "LABEL: B of SIZE (P%), R/s, about E s left[; N more opens waiting]"
+ * ("..., waiting N s" while nothing has landed; "LABEL: fetching SIZE, waiting N s" when the bytes are
+ * unknown). waited_ms since the wait began; b0 the bytes then (-1 unknown), so that the rate is this wait's,
+ * not the fetch's since an earlier prefetch began it. On a terminal the line replaces the last one (\r ... erase to the end), no
  * newline: the wait that ends last puts one. One write(2), from a scratch buffer: no allocation. */
 static void progress_line(const struct sh_lockjob *j, long long waited_ms, long long b0, pid_t helper)
 {
@@ -432,9 +441,13 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
         human((unsigned long long)rate, hr, sizeof hr);
         long long left = rate > 0 && j->size > (unsigned long long)b
                              ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
-        n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), %s/s, about %lld s left%s%s", tty ? "\r" : "",
-                     j->label, hb, hs, j->size ? (int)((unsigned long long)b * 100 / j->size) : 100, hr, left, more,
-                     tty ? "\033[K" : "\n");
+        int pct = j->size ? (int)((unsigned long long)b * 100 / j->size) : 100;
+        if (rate < 1)   /* nothing landed during this wait yet: no rate to tell, no time left to guess */
+            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), waiting %lld s%s%s", tty ? "\r" : "", j->label, hb,
+                         hs, pct, waited_ms / 1000, more, tty ? "\033[K" : "\n");
+        else
+            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), %s/s, about %lld s left%s%s", tty ? "\r" : "",
+                         j->label, hb, hs, pct, hr, left, more, tty ? "\033[K" : "\n");
     }
     if (n <= 0)
         return;

@@ -69,10 +69,12 @@ ts = [threading.Thread(target=rd, args=(sys.argv[1 + i % 2],)) for i in range(6)
 [t.join() for t in ts]
 PY
   # (what the program writes to the terminal is script's stdout; the terminal turns each \n into \r\n)
+  t0=$(date +%s)
   HFS3_CACHE_DIR=$WORK/cache-tty HFS3_MOUNTS="$M=slow:models/p" script -qec \
     "LD_PRELOAD=$HFS3_SHIM python3 $WORK/threads.py $M/big.bin $M/one.bin" /dev/null >"$WORK/tty.err" </dev/null ||
     fail "on a terminal: the load failed"
-  python3 - "$WORK/tty.err" "$M" <<'PY' || fail "on a terminal: the progress line"
+  took=$(( $(date +%s) - t0 + 1 ))
+  python3 - "$WORK/tty.err" "$M" "$took" <<'PY' || fail "on a terminal: the progress line"
 import re, sys
 t = open(sys.argv[1], "rb").read().decode().replace("\r\n", "\n")
 print(repr(t[-400:]))
@@ -84,6 +86,8 @@ for u in ups:
     assert re.match(r"hfs3: " + re.escape(sys.argv[2]) + r"/(big|one)\.bin: .*\x1b\[K\n?$", u), u
 # six opens wait at once: the line says so, and one thread's line is the process's
 assert any(re.search(r"; [1-5] more opens? waiting", u) for u in ups), "no count of the other waits"
+# one printer for the process, at most one update a second: not one per thread (nor one per 100 ms look)
+assert len(ups) <= int(sys.argv[3]) + 1, f"{len(ups)} updates in {sys.argv[3]} s"
 PY
   ok "on a terminal: $(tr -d '\n' <"$WORK/tty.err" | tr '\r' '\n' | grep -c .) updates of one line, ended by one newline; 6 waits print one line between them"
 else
