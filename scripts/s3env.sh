@@ -2,6 +2,7 @@
 #   s3env_start WORKDIR [BUCKETS]   starts it (data under WORKDIR/s3), exports the variables below
 #   s3env_stop                      stops it, and puts back every variable s3env_start changed (HOME, AWS_*,
 #                                   proxies, RCLONE_CONFIG_*, ...) as it was before, unless changed since
+#   s3env_stop --keep-env           stops the server only (tests of S3 going away)
 # S3_SERVER=rgw starts Ceph's RADOS Gateway (scripts/rgwenv.sh) instead, with the same keys and variables.
 # After start: S3_PORT, S3_ENDPOINT, S3_VERIFIES_SIGNATURES (0 with the node < 20 fallback), remote "s3test:" (rclone variables), and the AWS_* variables for s3://.
 # The environment is cleaned first: the host's AWS_CA_BUNDLE & co. must not leak into tests (rclone fails with LoadCustomCABundleError when AWS_CA_BUNDLE is set and the endpoint is http).
@@ -115,10 +116,11 @@ s3env_export() {
          AWS_ENDPOINT_URL_S3="$S3_ENDPOINT"
 }
 
+# s3env_stop --keep-env: the server only, the variables stay (a test of S3 going away; a later stop restores)
 s3env_stop() {
   if [ "${S3_SERVER:-node}" = rgw ]; then rgwenv_stop
   elif [ -n "${S3_PID:-}" ]; then kill "$S3_PID" 2>/dev/null; wait "$S3_PID" 2>/dev/null; fi
-  s3env_restore
+  [ "${1:-}" = --keep-env ] || s3env_restore
   [ -z "${S3_PID:-}" ] || S3_PID=   # not restored (a second stop, or set by the caller): never killed twice
   return 0
 }

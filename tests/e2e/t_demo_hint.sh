@@ -7,6 +7,7 @@
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
+export S3_SERVER=node   # the demo's server: its bucket on disk is served again below (not repeated against RGW)
 [ -x "$HFS3_ROOT/${BUILD:-build}/bin/hfs3-manifest" ] || fail "no plain build (make all)"
 # as a user runs it: no hfs3 variables of the test run, a PATH without this build
 out=$(env -u HFS3_BIN -u HFS3_SHIM DEMO_WORK="$WORK/demo" bash "$HFS3_ROOT/scripts/demo.sh" 2>&1) ||
