@@ -369,13 +369,15 @@ static void human(unsigned long long b, char *out, size_t n)
 }
 
 /* A cold load says what it is doing, on stderr at the default level (HFS3_LOG=error silences it): once an open
- * has waited SH_PROGRESS_AFTER_MS on a fetch, one line every SH_PROGRESS_EVERY_MS for the whole process, or one
- * line updated in place (\r) every SH_PROGRESS_TTY_MS when stderr is a terminal. Many threads waiting on many
- * files print one line between them: the first whose turn comes takes it (prog_next, compare-and-swap) and
- * names its file, then how many other opens wait (on it or on other files). */
+ * has waited SH_PROGRESS_AFTER_MS on the fetch of a file of SH_PROGRESS_MIN_SIZE or more (any size at info),
+ * one line every SH_PROGRESS_EVERY_MS for the whole process, or one line updated in place (\r) every
+ * SH_PROGRESS_TTY_MS when stderr is a terminal. Many threads waiting on many files print one line between
+ * them: the first whose turn comes takes it (prog_next, compare-and-swap) and names its file, then how many
+ * other opens wait (on it or on other files). */
 #define SH_PROGRESS_AFTER_MS 2000
 #define SH_PROGRESS_EVERY_MS 5000
 #define SH_PROGRESS_TTY_MS 1000
+#define SH_PROGRESS_MIN_SIZE (1ULL << 20)
 static long long prog_next;   /* CLOCK_MONOTONIC ms before which no thread prints a progress line */
 static int prog_waits;        /* opens of this process waiting on a file's fetch now */
 static int prog_tty = -1;     /* stderr is a terminal: 1, not: 0, not asked yet: -1 */
@@ -417,8 +419,8 @@ static long long fetched_bytes(const struct sh_lockjob *j, pid_t helper)
 /* One progress line of the wait on j: "LABEL: B of SIZE (P%), R/s, about E s left[; N more opens waiting]"
  * ("..., waiting N s" while nothing has landed; "LABEL: fetching SIZE, waiting N s" when the bytes are
  * unknown). waited_ms since the wait began; b0 the bytes then (-1 unknown), so that the rate is this wait's,
- * not the fetch's since an earlier prefetch began it. On a terminal the line replaces the last one (\r ... erase to the end), no
- * newline: the wait that ends last puts one. One write(2), from a scratch buffer: no allocation. */
+ * not the fetch's since an earlier prefetch began it. On a terminal the line replaces the last one (\r ...
+ * erase to the end), no newline: the wait that ends last puts one. One write(2), from a scratch buffer. */
 static void progress_line(const struct sh_lockjob *j, long long waited_ms, long long b0, pid_t helper)
 {
     long long b = fetched_bytes(j, helper);
@@ -516,8 +518,11 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     int waiters = __atomic_add_fetch(&lock_waiters, 1, __ATOMIC_RELAXED);
     long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since;
     long long looked = since;
-    /* progress lines: only for a file's fetch (label), not at HFS3_LOG=error */
-    int shows = j->label && j->tmpdir && sh_log_level >= 1, lines = 0;
+    /* progress lines: only for a file's fetch (label), not at HFS3_LOG=error; at the default level only for a
+     * file of SH_PROGRESS_MIN_SIZE or more (a shard: a config or tokenizer file that takes seconds is latency,
+     * which the stall timeout names when it hangs) */
+    int shows = j->label && j->tmpdir && (sh_log_level >= 2 || (sh_log_level >= 1 && j->size >= SH_PROGRESS_MIN_SIZE)),
+        lines = 0;
     long long b0 = -1;
     if (shows) {
         __atomic_add_fetch(&prog_waits, 1, __ATOMIC_RELAXED);
