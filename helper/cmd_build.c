@@ -12,9 +12,9 @@
 #include "hfs3/explain.h"
 #include "hfs3/hub.h"
 
-/* build --all: one line per repository on stdout ("NAME: built ...", "NAME: unchanged", "NAME: failed: why"),
- * the failures also on stderr; then "HUB: N repositories: B built, U unchanged, F failed". 0, or 1 when any
- * failed (or none was found). */
+/* build --all: one line per repository on stdout ("NAME: built ...", "NAME: unchanged", "NAME: failed (the
+ * reason is on stderr)"), each failure's reason once on stderr; then "HUB: N repositories: B built, U
+ * unchanged, F failed". 0, or 1 when any failed (or none was found). */
 static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
 {
     char **names = NULL;
@@ -47,18 +47,23 @@ static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
         }
         cmd_progress_end();
         if (rc < 0) {
-            char why[1024];
+            /* the reason once, on stderr, as a single build prints it (it names the repository's REMOTE); the
+             * repository's line on stdout says where it is, so that a terminal shows the reason one time */
+            printf("%s: failed (the reason is on stderr)\n", names[i]);
+            fflush(stdout);
             if (problems.len) {
-                /* the first problem names the key; all of them go to stderr */
                 fprintf(stderr, "%s", hfs3_buf_str(&problems));
-                snprintf(why, sizeof why, "%.*s", (int)strcspn(hfs3_buf_str(&problems), "\n"), hfs3_buf_str(&problems));
             } else {
                 if (r)
                     hfs3_explain_s3(r, NULL, rc);
-                snprintf(why, sizeof why, "%s", r ? hfs3_errmsg() : "not a valid REMOTE");
+                const char *why = r ? hfs3_errmsg() : "not a valid REMOTE";
+                size_t sl = spec ? strlen(spec) : 0;
+                /* an S3 error may name the REMOTE already: not twice */
+                if (spec && !strncmp(why, spec, sl) && why[sl] == ':')
+                    cmd_err("%s", why);
+                else
+                    cmd_err("%s: %s", spec ? spec : names[i], why);
             }
-            printf("%s: failed: %s\n", names[i], why);
-            cmd_err("%s: %s", spec ? spec : names[i], why);
             failed++;
         } else if (unchanged) {
             printf("%s: unchanged\n", names[i]);

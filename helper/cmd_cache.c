@@ -56,6 +56,44 @@ int cmd_snap_read(cmd_snap *s, const char *who)
     return 0;
 }
 
+static int cmp_blob_sha(const void *a, const void *b)
+{
+    return strcmp(((const hfs3_gc_blob *)a)->sha, ((const hfs3_gc_blob *)b)->sha);
+}
+
+int cmd_snap_add_cblobs(cmd_snap *s)
+{
+    hfs3_gc_blob *cb = NULL;
+    size_t ncb = 0, added = 0;
+    if (hfs3_gc_list_cblobs(s->c, &cb, &ncb) < 0 || !ncb) {
+        hfs3_err_clear();
+        free(cb);
+        return 0;
+    }
+    hfs3_gc_blob *nv = realloc(s->b, (s->nb + ncb) * sizeof *nv);
+    if (!nv) {
+        free(cb);
+        return -1;
+    }
+    s->b = nv;
+    size_t nb = s->nb;
+    for (size_t i = 0; i < ncb; i++) {
+        /* the same content in blobs/ (the flush's copy) or in two mounts' cblobs/: one cached file */
+        int dup = hfs3_gc_find(s->b, nb, cb[i].sha) != NULL;
+        for (size_t k = nb; !dup && k < nb + added; k++)
+            dup = !strcmp(s->b[k].sha, cb[i].sha);
+        if (dup)
+            continue;
+        s->b[nb + added++] = cb[i];
+        s->bytes += cb[i].size;
+    }
+    s->nb = nb + added;
+    if (added)
+        qsort(s->b, s->nb, sizeof *s->b, cmp_blob_sha);
+    free(cb);
+    return 0;
+}
+
 const char *cmd_when(int64_t t, char *buf, size_t n)
 {
     if (!t)
@@ -274,18 +312,50 @@ static int hub_report(cmd_snap *s, const hfs3_gc_mount *m, const char *name, cJS
     return 1;
 }
 
+/* Marks in under[] (one per mount of s) each mount that is a repository of a hub mount listed too: its lines are
+ * under the hub's ("  NAME: N files, ..."), so the text report does not list it again on its own. */
+static void hub_repos(cmd_snap *s, const char *key, unsigned char *under)
+{
+    for (size_t h = 0; h < s->nm; h++) {
+        const hfs3_gc_mount *m = &s->m[h];
+        char **names = NULL;
+        size_t nn = 0;
+        if (m->m || !m->remote || (key && strcmp(m->key, key)) || hfs3_hub_load(s->c, m->remote, &names, &nn) < 0) {
+            hfs3_err_clear();
+            continue;
+        }
+        for (size_t i = 0; i < nn; i++) {
+            char *rs = hfs3_hub_repo_spec(m->remote, names[i]), rk[17];
+            if (!rs)
+                continue;
+            hfs3_mountkey(rs, rk);
+            free(rs);
+            for (size_t k = 0; k < s->nm; k++)
+                if (!strcmp(s->m[k].key, rk))
+                    under[k] = 1;
+        }
+        hfs3_hub_names_free(names, nn);
+    }
+}
+
 /* Shared by du and status: a JSON array of the mounts (filtered by remote when given), or lines on stdout.
- * Spellings of one endpoint + bucket + prefix are one entry, with the others as its aliases. */
+ * Spellings of one endpoint + bucket + prefix are one entry, with the others as its aliases. In the text, a
+ * hub's repository is listed under the hub only (JSON keeps every mount, each with its key). */
 cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
 {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
     char key[17] = "";
     if (remote)
         hfs3_mountkey_as(remote, hfs3_env_bool("HFS3_VERIFY_FOREIGN", 0), (unsigned)geteuid(), key);
+    unsigned char *under = json ? NULL : calloc(s->nm ? s->nm : 1, 1);
+    if (under)
+        hub_repos(s, remote ? key : NULL, under);
     for (size_t i = 0; i < s->nm; i++) {
         hfs3_gc_mount *m = &s->m[i];
         if (group_head(s, m) != m)
             continue; /* listed under its group's head */
+        if (under && under[i])
+            continue; /* listed under its hub */
         int hit = !remote;
         for (size_t k = 0; !hit && k < s->nm; k++)
             hit = same_mount(&s->m[k], m) && !strcmp(s->m[k].key, key);
@@ -348,6 +418,7 @@ cJSON *cmd_snap_mounts(cmd_snap *s, const char *remote, int json)
             cJSON_AddNullToObject(j, "resolves_to");
         group_aliases(s, m, j);
     }
+    free(under);
     return arr;
 }
 
@@ -471,6 +542,7 @@ static int cache_du(int argc, char **argv)
     cmd_snap s;
     if ((rc = cmd_snap_read(&s, "cache du")))
         return rc;
+    cmd_snap_add_cblobs(&s);
     if (o.json) {
         cJSON *j = cmd_snap_summary(&s, 1);
         cJSON_AddItemToObject(j, "mounts", cmd_snap_mounts(&s, o.remote, 1));

@@ -145,14 +145,41 @@ static void add_waiter(fetch_info *f, int pid)
         f->waiters[f->nwaiters++] = pid;
 }
 
+/* A fetch that holds the blob's lock but has no tmp/ file yet (the helper is starting: the manifest, the first
+ * request) and is not cached: shown as starting, so that status never says "fetches: (none)" while a program is
+ * blocked on it. Appended to *pv; NULL when out of memory or when the blob is cached already. */
+static fetch_info *add_starting(fetch_info **pv, size_t *pn, const cmd_snap *s, const char *sha)
+{
+    if (hfs3_gc_find(s->b, s->nb, sha))
+        return NULL;   /* installed: the lock is held for the last steps only */
+    fetch_info *nv = realloc(*pv, (*pn + 1) * sizeof *nv);
+    if (!nv)
+        return NULL;
+    *pv = nv;
+    fetch_info *f = &nv[(*pn)++];
+    memset(f, 0, sizeof *f);
+    memcpy(f->sha, sha, 64);
+    const hfs3_entry *e = cmd_snap_entry(s, sha, NULL);
+    f->size = e ? e->size : 0;
+    f->done = 0;
+    struct stat st;
+    char lock[80];
+    snprintf(lock, sizeof lock, "%s.lock", sha);
+    if (fstatat(s->c->locks, lock, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        lock_pids(st.st_dev, st.st_ino, f);
+    return f;
+}
+
 /* The processes with locks/<sha>.lock open (/proc/PID/fd: ours, or all for root). A program whose open() waits
  * on a fetch the shim started polls that lock (so /proc/locks lists no waiter): it is waiting; the helper
- * (hfs3-manifest) that holds it is the fetcher, and its bytes so far count as they land. */
-static void lock_fd_holders(const char *locks, fetch_info *v, size_t n)
+ * (hfs3-manifest) that holds it is the fetcher, and its bytes so far count as they land. A lock open with no
+ * fetch in tmp/ yet adds one that is starting (add_starting); one nobody holds is dropped at the end (a program
+ * about to take the lock: nothing runs yet). */
+static void lock_fd_holders(const char *locks, fetch_info **pv, size_t *pn, const cmd_snap *s)
 {
-    DIR *proc = n ? opendir("/proc") : NULL;
+    DIR *proc = opendir("/proc");
     struct dirent *pe;
-    size_t ll = strlen(locks);
+    size_t ll = strlen(locks), first_new = *pn;
     while (proc && (pe = readdir(proc)) != NULL) {
         int pid = atoi(pe->d_name);
         if (pid <= 0)
@@ -169,22 +196,29 @@ static void lock_fd_holders(const char *locks, fetch_info *v, size_t n)
             if (k <= (ssize_t)ll + 1 || strncmp(target, locks, ll) || target[ll] != '/')
                 continue;
             target[k] = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (strncmp(target + ll + 1, v[i].sha, 64) || strcmp(target + ll + 1 + 64, ".lock"))
-                    continue;
-                char comm[32];
-                comm_of(pid, comm, sizeof comm);
-                int64_t w = strcmp(comm, "hfs3-manifest") ? -1 : get_wchar(pid);
-                if (!strcmp(comm, "hfs3-manifest") && (w >= 0 || !v[i].helper)) {
-                    v[i].helper = pid;
-                    /* its writes are the file's bytes and its sidecar's (the header goes first, before any
-                     * byte of the file has landed): the sidecar's are not the file's */
-                    int64_t data = w - v[i].side;
-                    if (data > v[i].done)
-                        v[i].done = data < (int64_t)v[i].size ? data : (int64_t)v[i].size;
-                } else if (pid != v[i].helper && strcmp(comm, "hfs3-manifest")) {
-                    add_waiter(&v[i], pid);
-                }
+            const char *name = target + ll + 1;
+            char sha[65];
+            snprintf(sha, sizeof sha, "%.64s", name);
+            if (!hfs3_is_sha256_hex(sha) || strcmp(name + 64, ".lock"))
+                continue;   /* pins (<sha>.pin.lock) and other locks are no fetch */
+            size_t i = 0;
+            while (i < *pn && strcmp((*pv)[i].sha, sha))
+                i++;
+            if (i == *pn && !add_starting(pv, pn, s, sha))
+                continue;
+            fetch_info *v = *pv;
+            char comm[32];
+            comm_of(pid, comm, sizeof comm);
+            int64_t w = strcmp(comm, "hfs3-manifest") ? -1 : get_wchar(pid);
+            if (!strcmp(comm, "hfs3-manifest") && (w >= 0 || !v[i].helper)) {
+                v[i].helper = pid;
+                /* its writes are the file's bytes and its sidecar's (the header goes first, before any
+                 * byte of the file has landed): the sidecar's are not the file's */
+                int64_t data = w - v[i].side;
+                if (data > v[i].done)
+                    v[i].done = data < (int64_t)v[i].size ? data : (int64_t)v[i].size;
+            } else if (pid != v[i].helper && strcmp(comm, "hfs3-manifest")) {
+                add_waiter(&v[i], pid);
             }
         }
         if (fds)
@@ -192,6 +226,20 @@ static void lock_fd_holders(const char *locks, fetch_info *v, size_t n)
     }
     if (proc)
         closedir(proc);
+    /* without a helper, the process holding the flock is the fetcher, not one of its waiters */
+    for (size_t i = 0; i < *pn; i++) {
+        fetch_info *f = &(*pv)[i];
+        int w = 0;
+        for (int q = 0; q < f->nwaiters; q++)
+            if (f->helper || f->waiters[q] != f->pid)
+                f->waiters[w++] = f->waiters[q];
+        f->nwaiters = w;
+    }
+    size_t k = first_new;
+    for (size_t i = first_new; i < *pn; i++)
+        if ((*pv)[i].pid || (*pv)[i].helper)
+            (*pv)[k++] = (*pv)[i];
+    *pn = k;
 }
 
 static int read_small(int dirfd, const char *name, char *buf, size_t n, struct stat *st)
@@ -407,11 +455,12 @@ int cmd_status(int argc, char **argv)
     int rc = cmd_snap_read(&s, "status");
     if (rc)
         return rc;
+    cmd_snap_add_cblobs(&s);   /* a file checked by its chunks and not flushed yet is cached: programs read it */
     fetch_info *f = NULL;
     size_t nf = scan_fetches(s.c, &f);
     char *real = realpath(s.c->dir, NULL), locks[4200];
     if (real && (size_t)snprintf(locks, sizeof locks, "%s/locks", real) < sizeof locks)
-        lock_fd_holders(locks, f, nf);
+        lock_fd_holders(locks, &f, &nf, &s);
     free(real);
     err_info *e = NULL;
     size_t ne = scan_errors(&s, remote ? key : NULL, &e);
@@ -466,7 +515,7 @@ int cmd_status(int argc, char **argv)
                 cJSON_AddNullToObject(o, "remote");
                 cJSON_AddNullToObject(o, "path");
             }
-            cJSON_AddStringToObject(o, "state", f[i].pid ? "running" : "dead");
+            cJSON_AddStringToObject(o, "state", !f[i].part[0] ? "starting" : f[i].pid ? "running" : "dead");
             cJSON_AddNumberToObject(o, "size", (double)f[i].size);
             if (f[i].done >= 0)
                 cJSON_AddNumberToObject(o, "bytes_done", (double)f[i].done);
@@ -479,7 +528,10 @@ int cmd_status(int argc, char **argv)
                 cJSON_AddNullToObject(o, "rate_bytes_per_s");
                 cJSON_AddNullToObject(o, "eta_s");
             }
-            cJSON_AddNumberToObject(o, "seconds_since_last_write", (double)(int64_t)idle);
+            if (f[i].part[0])
+                cJSON_AddNumberToObject(o, "seconds_since_last_write", (double)(int64_t)idle);
+            else
+                cJSON_AddNullToObject(o, "seconds_since_last_write");
             if (f[i].pid) {
                 cJSON_AddNumberToObject(o, "pid", f[i].pid);
                 cJSON_AddStringToObject(o, "process", comm);
@@ -496,7 +548,7 @@ int cmd_status(int argc, char **argv)
         }
         char a[32], b[32];
         printf("  %s %s: ", m ? cmd_mount_name(m, kb, sizeof kb) : "?", path ? path : f[i].sha);
-        if (f[i].done >= 0)
+        if (f[i].done >= 0 && f[i].part[0])
             printf("%s of %s (%.0f%%)", hfs3_gc_human((uint64_t)f[i].done, a, sizeof a),
                    hfs3_gc_human(f[i].size, b, sizeof b),
                    f[i].size ? 100.0 * (double)f[i].done / (double)f[i].size : 100.0);
@@ -504,7 +556,10 @@ int cmd_status(int argc, char **argv)
             printf("%s", hfs3_gc_human(f[i].size, b, sizeof b));
         if (rate > 0)
             printf(", %.1f MB/s, ETA %.0f s", rate / 1e6, (double)(f[i].size - (uint64_t)f[i].done) / rate);
-        printf(", last write %.0f s ago", idle);
+        if (!f[i].part[0])
+            printf(", starting (the lock is held, nothing in tmp/ yet)");
+        else
+            printf(", last write %.0f s ago", idle);
         if (f[i].pid)
             printf(", pid %d (%s)", f[i].pid, comm[0] ? comm : "?");
         else

@@ -67,6 +67,7 @@ static const struct {
     const char *help;
     const char *vars; /* names from vars[], for the command's "Variables:" */
     const char *exit; /* NULL: EXIT_HELP */
+    const char *summary; /* the one line of `hfs3-manifest --help` (git's and rclone's command list) */
 } commands[] = {
     {"build", cmd_build, "build [--all] [--local DIR] [--layout L] [--dry-run] [-o FILE|-] REMOTE",
      "Lists the prefix and writes its manifest, PREFIX/.hfs3/manifest.json, with one PUT: every file,\n"
@@ -85,21 +86,21 @@ static const struct {
      "                      whose objects still match their manifest (sizes, ETags); one line per\n"
      "                      repository (built, unchanged, failed), then a count; exit 1 when any failed\n"
      "  -h, --help          this text\n",
-     S3_VARS, NULL},
+     S3_VARS, NULL, "write the manifest of a model prefix into the bucket"},
     {"show", cmd_show, "show [--json] REMOTE",
      "Prints the stored manifest as a tree, with the layout, revision and totals on the first line. A\n"
      "manifest that breaks a rule of the format is refused with one line naming the entry and the rule.\n\n"
      "Options:\n"
      "  --json              print the manifest document itself\n"
      "  -h, --help          this text\n",
-     S3_VARS, NULL},
+     S3_VARS, NULL, "print a stored manifest as a tree (--json: the document)"},
     {"verify", cmd_verify, "verify [--deep] REMOTE",
      "Checks that every file of the stored manifest exists with its size and ETag (one listing). Prints\n"
      "one line per problem on stderr and a summary on stdout; exit 1 when any check failed.\n\n"
      "Options:\n"
      "  --deep              also stream every object and compare its sha256\n"
      "  -h, --help          this text\n",
-     S3_VARS, NULL},
+     S3_VARS, NULL, "check the bucket's objects against the manifest (--deep: their sha256)"},
     {"fetch", cmd_fetch, "fetch [--repo NAME]... REMOTE",
      "Warms this machine's cache: fetches the manifest and every file of it (shards first), each verified\n"
      "against its sha256 and installed atomically; what is cached already is not fetched again. Prints\n"
@@ -116,13 +117,14 @@ static const struct {
      "Options:\n"
      "  --repo NAME         a hub: fetch only this repository (repeatable)\n"
      "  -h, --help          this text\n",
-     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_OFFLINE HFS3_CONNECTIONS HFS3_VERIFY_FOREIGN " S3_VARS, NULL},
+     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_OFFLINE HFS3_CONNECTIONS HFS3_VERIFY_FOREIGN " S3_VARS, NULL,
+     "warm this machine's cache: fetch a model's files (shards first)"},
     {"cache", cmd_cache, "cache du|gc|verify [OPTIONS]",
      "Looks after this machine's cache: du shows it, gc removes blobs, verify re-hashes them.\n"
      "See hfs3-manifest cache du --help, cache gc --help and cache verify --help.\n\n"
      "Options:\n"
      "  -h, --help          this text\n",
-     CACHE_VARS, NULL},
+     CACHE_VARS, NULL, "look after this machine's cache:"},
     {"cache du", NULL, "cache du [--json] [REMOTE]",
      "Shows the cache: files, bytes, budget, free space, what no cached manifest names. Then one line per\n"
      "cached mount (or only REMOTE's): files, how many are cached and their bytes, bytes not cached yet,\n"
@@ -130,7 +132,7 @@ static const struct {
      "Options:\n"
      "  --json              one JSON document on stdout\n"
      "  -h, --help          this text\n",
-     CACHE_VARS, NULL},
+     CACHE_VARS, NULL, "show what the cache holds, per mount and model"},
     {"cache gc", NULL, "cache gc [--max SIZE] [--older-than DAYS] [--unreferenced] [--dry-run] [--json]",
      "Removes blobs: the least recently used until the cache is within --max (default HFS3_CACHE_MAX),\n"
      "those unused for --older-than DAYS, and --unreferenced ones (in no cached manifest). A blob goes if\n"
@@ -143,7 +145,7 @@ static const struct {
      "  --dry-run           say what would be removed, remove nothing\n"
      "  --json              one JSON document on stdout\n"
      "  -h, --help          this text\n",
-     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_LOG", NULL},
+     "HFS3_CACHE_DIR HFS3_CACHE_MAX HFS3_LOG", NULL, "remove cached files by size, age or reference"},
     {"cache verify", NULL, "cache verify [--dry-run] [--json]",
      "Re-hashes every blob and removes those that do not match their name; other users' blobs in a shared\n"
      "cache are reported, not removed. Exit 1 when any was bad.\n\n"
@@ -151,14 +153,14 @@ static const struct {
      "  --dry-run           say what would be removed, remove nothing\n"
      "  --json              one JSON document on stdout\n"
      "  -h, --help          this text\n",
-     CACHE_VARS, NULL},
+     CACHE_VARS, NULL, "re-hash cached files and remove the bad ones"},
     {"status", cmd_status, "status [--json] [REMOTE]",
      "Shows what is cached per mount, the fetches in progress on this machine (file, bytes, rate, which\n"
      "process), and the last errors (fails/, mounts/*/error). It only reads: no lock is taken.\n\n"
      "Options:\n"
      "  --json              one JSON document on stdout\n"
      "  -h, --help          this text\n",
-     CACHE_VARS, NULL},
+     CACHE_VARS, NULL, "show what is cached, the fetches in progress and the last errors"},
     {"run", cmd_run, "run [--mount LOCAL=REMOTE]... [--] PROGRAM [ARGS...]",
      "Runs PROGRAM with libhfs3shim.so preloaded by its absolute path (beside this helper, else the\n"
      "installed PREFIX/lib) and the mounts appended to HFS3_MOUNTS: no ldconfig or hand-written LD_PRELOAD\n"
@@ -168,10 +170,11 @@ static const struct {
      "  -m, --mount LOCAL=REMOTE  a mount for PROGRAM (repeatable)\n"
      "  -h, --help          this text\n",
      "HFS3_MOUNTS HFS3_HELPER",
-     "Exit status: PROGRAM's; 127 PROGRAM not found, 126 it could not be run, 2 a usage error.\n"},
-    {"_index", cmd_index, NULL, NULL, NULL, NULL},
-    {"_get", cmd_get, NULL, NULL, NULL, NULL},
-    {"_prefetch", cmd_prefetch, NULL, NULL, NULL, NULL},
+     "Exit status: PROGRAM's; 127 PROGRAM not found, 126 it could not be run, 2 a usage error.\n",
+     "run a program with the shim preloaded and the mounts set"},
+    {"_index", cmd_index, NULL, NULL, NULL, NULL, NULL},
+    {"_get", cmd_get, NULL, NULL, NULL, NULL, NULL},
+    {"_prefetch", cmd_prefetch, NULL, NULL, NULL, NULL, NULL},
 };
 
 static const char *current = NULL; /* the subcommand running, for the error prefix */
@@ -197,10 +200,10 @@ static void overview(FILE *out)
                  "stored in S3 as a local read-only directory, and warms the local cache.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].usage && strchr(commands[i].name, ' '))
-            fprintf(out, "    %s\n", commands[i].usage);
+            fprintf(out, "    %-14s%s\n", commands[i].name, commands[i].summary);
         else if (commands[i].usage)
-            fprintf(out, "  %s\n", commands[i].usage);
-    fprintf(out, "\n" REMOTE_HELP "\n" EXIT_HELP
+            fprintf(out, "  %-16s%s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nhfs3-manifest COMMAND --help shows a command's options.\n\n" REMOTE_HELP "\n" EXIT_HELP
                  "See hfs3-manifest help variables, hfs3-manifest(1), hfs3(7) and docs/reference.md.\n");
 }
 

@@ -24,6 +24,10 @@ typedef struct cmd_snap {
  * the cache's rules or unreadable, 2 none configured). */
 int cmd_snap_read(cmd_snap *s, const char *who);
 void cmd_snap_free(cmd_snap *s);
+/* Adds the mounts' cblobs/ files (checked by their chunk digests, moved into blobs/ by the detached flush a few
+ * seconds later) to s->b: cached files for `cache du` and `status`, which would say "not cached" for a file a
+ * program has just opened. Not for gc, which lists them itself. 0, or -1 out of memory (s unchanged). */
+int cmd_snap_add_cblobs(cmd_snap *s);
 /* The cache's one-line summary on stdout (json 0, returns NULL) or as an object (the caller's). */
 cJSON *cmd_snap_summary(cmd_snap *s, int json);
 /* Each mount (only remote's when not NULL) and the repository folders of a hub mount: lines on stdout (json

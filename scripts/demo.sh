@@ -31,7 +31,7 @@ echo "\$ hfs3-manifest show s3test:models/qwen-demo"
 if [ -f "$SHIM" ]; then
   step "5. load it through the shim: an unmodified Python loader reads /models/qwen-demo"
   export HFS3_MOUNTS=/models/qwen-demo=s3test:models/qwen-demo HFS3_CACHE_DIR=$WORK/cache HFS3_HELPER=$H
-  echo "\$ LD_PRELOAD=libhfs3shim.so HFS3_MOUNTS=$HFS3_MOUNTS python3 demo_loader.py /models/qwen-demo"
+  echo "\$ LD_PRELOAD=$SHIM HFS3_MOUNTS=$HFS3_MOUNTS python3 demo_loader.py /models/qwen-demo"
   echo "cold (empty cache):"
   cold=$(LD_PRELOAD=$SHIM python3 scripts/demo_loader.py /models/qwen-demo)
   echo "  $cold"
@@ -50,10 +50,15 @@ PY
 fi
 
 step "what you do next"
+# the helper that works where the user is: the installed one when it is in PATH, else this clone's build by its
+# absolute path. `run` preloads the shim beside it by its absolute path: a bare LD_PRELOAD=libhfs3shim.so is
+# ignored by ld.so ("cannot be preloaded") until `make install` has put the library where it looks.
+if HX=$(command -v hfs3-manifest 2>/dev/null); then HX=hfs3-manifest; else HX=$H; fi
 cat <<EOT
   1. upload your weights:   rclone copy ./my-model remote:bucket/my-model      (HF cache folders: add --links)
-  2. write the manifest:    hfs3-manifest build remote:bucket/my-model
-  3. serve, unchanged:      LD_PRELOAD=libhfs3shim.so HFS3_MOUNTS=/models/my-model=remote:bucket/my-model \\
+  2. write the manifest:    $HX build remote:bucket/my-model
+  3. serve, unchanged:      $HX run --mount /models/my-model=remote:bucket/my-model -- \\
                               vllm serve /models/my-model
-  (make install puts hfs3-manifest and libhfs3shim.so under /usr/local; see README.md "Install")
+  (\`run\` preloads the shim by its absolute path; \`make install\` puts hfs3-manifest and libhfs3shim.so under
+   /usr/local, see README.md "Install")
 EOT

@@ -1,6 +1,8 @@
 # s3env.sh - source me: start the local S3 server on a free loopback port and point rclone and hfs3 at it.
 #   s3env_start WORKDIR [BUCKETS]   starts it (data under WORKDIR/s3), exports the variables below
-#   s3env_stop                      stops it
+#   s3env_stop                      stops it, and puts back every variable s3env_start changed (HOME, AWS_*,
+#                                   proxies, RCLONE_CONFIG_*, ...) as it was before, unless changed since
+#   s3env_stop --keep-env           stops the server only (tests of S3 going away)
 # S3_SERVER=rgw starts Ceph's RADOS Gateway (scripts/rgwenv.sh) instead, with the same keys and variables.
 # After start: S3_PORT, S3_ENDPOINT, S3_VERIFIES_SIGNATURES (0 with the node < 20 fallback), remote "s3test:" (rclone variables), and the AWS_* variables for s3://.
 # The environment is cleaned first: the host's AWS_CA_BUNDLE & co. must not leak into tests (rclone fails with LoadCustomCABundleError when AWS_CA_BUNDLE is set and the endpoint is http).
@@ -18,7 +20,59 @@ s3env_clean() {
   export AWS_EC2_METADATA_DISABLED=true
 }
 
+# The state of the shell's variables that s3env_start may change, so that s3env_stop can put them back: a user
+# who sourced this in their own shell ("Try it" in README.md) keeps their HOME, AWS_PROFILE, proxies and rclone
+# remotes. NAME -> "u" (unset), "x:VALUE" (exported) or "s:VALUE" (set, not exported).
+S3ENV_NAMES="AWS_CA_BUNDLE CURL_CA_BUNDLE SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY"
+declare -gA S3ENV_BEFORE S3ENV_AFTER   # sourced again while a server runs: what was saved stays
+S3ENV_SAVED=${S3ENV_SAVED:-}
+s3env_snap() {   # s3env_snap ARRAYNAME: the state of every exported variable and of S3ENV_NAMES
+  local -n into=$1
+  local n
+  local -A ex=()
+  for n in $(compgen -e); do ex[$n]=1; done
+  for n in $(compgen -e) $S3ENV_NAMES; do
+    case $n in _|SHLVL|PWD|OLDPWD) continue ;; esac
+    if [ -z "${!n+x}" ]; then into[$n]=u
+    elif [ -n "${ex[$n]:-}" ]; then into[$n]="x:${!n}"
+    else into[$n]="s:${!n}"; fi
+  done
+}
+s3env_state() { local n=$1; if [ -z "${!n+x}" ]; then echo u; elif [[ " $(compgen -e | tr '\n' ' ') " == *" $n "* ]]; then echo "x:${!n}"; else echo "s:${!n}"; fi; }
+
 s3env_start() {
+  local work=$1 buckets=${2:-models}
+  # the first start saves the shell as it was; a second start without a stop keeps that
+  if [ -z "$S3ENV_SAVED" ]; then S3ENV_BEFORE=(); s3env_snap S3ENV_BEFORE; S3ENV_SAVED=1; fi
+  s3env_start_server "$work" "$buckets" || return 1
+  S3ENV_AFTER=()
+  s3env_snap S3ENV_AFTER
+}
+
+# Puts back what s3env_start changed: a variable it set or unset is restored to its value from before the first
+# start (or unset again), unless the caller changed it since (then the caller's value stays).
+s3env_restore() {
+  [ -n "$S3ENV_SAVED" ] || return 0
+  local n before after now
+  local -A seen=()
+  for n in "${!S3ENV_BEFORE[@]}" "${!S3ENV_AFTER[@]}"; do
+    [ -z "${seen[$n]:-}" ] || continue
+    seen[$n]=1
+    before=${S3ENV_BEFORE[$n]:-u} after=${S3ENV_AFTER[$n]:-u}
+    [ "$before" != "$after" ] || continue
+    now=$(s3env_state "$n")
+    [ "$now" = "$after" ] || continue   # changed since the start: the caller's
+    case $before in
+      u) unset "$n" ;;
+      x:*) export "$n=${before#x:}" ;;
+      s:*) printf -v "$n" %s "${before#s:}"; export -n "$n" ;;
+    esac
+  done
+  S3ENV_SAVED=
+  S3ENV_BEFORE=() S3ENV_AFTER=()
+}
+
+s3env_start_server() {
   local work=$1 buckets=${2:-models}
   s3env_clean
   # S3_SERVER=rgw: Ceph's RADOS Gateway instead of the Node server, with the same keys (S3RVER) and variables
@@ -62,7 +116,11 @@ s3env_export() {
          AWS_ENDPOINT_URL_S3="$S3_ENDPOINT"
 }
 
+# s3env_stop --keep-env: the server only, the variables stay (a test of S3 going away; a later stop restores)
 s3env_stop() {
-  if [ "${S3_SERVER:-node}" = rgw ]; then rgwenv_stop; return 0; fi
-  if [ -n "${S3_PID:-}" ]; then kill "$S3_PID" 2>/dev/null; wait "$S3_PID" 2>/dev/null; S3_PID=; fi
+  if [ "${S3_SERVER:-node}" = rgw ]; then rgwenv_stop
+  elif [ -n "${S3_PID:-}" ]; then kill "$S3_PID" 2>/dev/null; wait "$S3_PID" 2>/dev/null; fi
+  [ "${1:-}" = --keep-env ] || s3env_restore
+  [ -z "${S3_PID:-}" ] || S3_PID=   # not restored (a second stop, or set by the caller): never killed twice
+  return 0
 }

@@ -285,9 +285,11 @@ static long long progress(const char *tmpdir, const char *sha)
 /* Bytes so far of the fetch of sha (docs/internals.md "Size, last use and progress"): from the sidecar
  * tmp/<sha>.<rand>.done: line 1 "hfs3-done 1 SIZE CHUNK", then one completed range number per line; bytes =
  * the distinct ranges' sizes (the last one SIZE - N*CHUNK). -1 when there is no sidecar (one range: nothing
- * until it is done). Scratch buffers only: one for the directory, one for the file, one as the ranges' bitmap. */
-static long long bytes_so_far(const char *tmpdir, const char *sha)
+ * until it is done); *side: the sidecar's size (0 when none). Scratch buffers only: one for the directory, one
+ * for the file, one as the ranges' bitmap. */
+static long long bytes_so_far(const char *tmpdir, const char *sha, long long *side)
 {
+    *side = 0;
     int dfd = sh_cache_open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dfd < 0)
         return -1;
@@ -308,6 +310,9 @@ static long long bytes_so_far(const char *tmpdir, const char *sha)
     sh_r.close(dfd);
     if (fd < 0)
         return -1;
+    struct stat sst;
+    if (sh_r.fstat(fd, &sst) == 0)
+        *side = (long long)sst.st_size;
     unsigned char *seen = (unsigned char *)t->c;
     memset(seen, 0, SH_SCR);
     unsigned long long size = 0, chunk = 0, bytes = 0, num = 0;
@@ -363,7 +368,20 @@ static void human(unsigned long long b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-#define SH_PROGRESS_EVERY_MS 5000 /* HFS3_LOG=info: a line this often while an open waits on a fetch */
+/* A cold load says what it is doing, on stderr at the default level (HFS3_LOG=error silences it): once an open
+ * has waited SH_PROGRESS_AFTER_MS on the fetch of a file of SH_PROGRESS_MIN_SIZE or more (any size at info),
+ * one line every SH_PROGRESS_EVERY_MS for the whole process, or one line updated in place (\r) every
+ * SH_PROGRESS_TTY_MS when stderr is a terminal. Many threads waiting on many files print one line between
+ * them: the first whose turn comes takes it (prog_next, compare-and-swap) and names its file, then how many
+ * other opens wait (on it or on other files). */
+#define SH_PROGRESS_AFTER_MS 2000
+#define SH_PROGRESS_EVERY_MS 5000
+#define SH_PROGRESS_TTY_MS 1000
+#define SH_PROGRESS_MIN_SIZE (1ULL << 20)
+static long long prog_next;   /* CLOCK_MONOTONIC ms before which no thread prints a progress line */
+static int prog_waits;        /* opens of this process waiting on a file's fetch now */
+static int prog_tty = -1;     /* stderr is a terminal: 1, not: 0, not asked yet: -1 */
+static int prog_open;         /* a \r line is on the terminal without its newline */
 
 /* The bytes our own helper (pid) has written so far, from /proc/PID/io's wchar: a `_get` fetches one file, so
  * that is the file's bytes as they land (its sidecar counts whole ranges only, 0 for a long time on a big
@@ -386,24 +404,63 @@ static long long helper_wchar(pid_t pid)
     return w ? strtoll(w + 7, NULL, 10) : -1;
 }
 
-/* HFS3_LOG=info while an open waits on a fetch: "LABEL: B of SIZE (P%), R/s, about E s left" */
-static void progress_line(const struct sh_lockjob *j, long long waited_ms, int last, pid_t helper)
+/* The bytes of j's fetch so far: the sidecar's whole ranges, or our helper's writes as they land. -1 unknown. */
+static long long fetched_bytes(const struct sh_lockjob *j, pid_t helper)
 {
-    long long b = bytes_so_far(j->tmpdir, j->sha), w = helper_wchar(helper);
+    long long side, b = bytes_so_far(j->tmpdir, j->sha, &side), w = helper_wchar(helper);
+    /* the helper's writes are the file's and its sidecar's (whose header goes first): not the sidecar's */
+    if (w >= 0)
+        w -= side;
     if (w > b)
         b = (unsigned long long)w < j->size ? w : (long long)j->size;
-    char hb[32], hs[32], hr[32];
+    return b;
+}
+
+/* One progress line of the wait on j: "LABEL: B of SIZE (P%), R/s, about E s left[; N more opens waiting]"
+ * ("..., waiting N s" while nothing has landed; "LABEL: fetching SIZE, waiting N s" when the bytes are
+ * unknown). waited_ms since the wait began; b0 the bytes then (-1 unknown), so that the rate is this wait's,
+ * not the fetch's since an earlier prefetch began it. On a terminal the line replaces the last one (\r ...
+ * erase to the end), no newline: the wait that ends last puts one. One write(2), from a scratch buffer. */
+static void progress_line(const struct sh_lockjob *j, long long waited_ms, long long b0, pid_t helper)
+{
+    long long b = fetched_bytes(j, helper);
+    int tty = __atomic_load_n(&prog_tty, __ATOMIC_RELAXED);
+    int others = __atomic_load_n(&prog_waits, __ATOMIC_RELAXED) - 1;
+    char hb[32], hs[32], hr[32], more[48] = "";
     human(j->size, hs, sizeof hs);
+    if (others > 0)
+        snprintf(more, sizeof more, "; %d more open%s waiting", others, others == 1 ? "" : "s");
+    SH_SCRATCH(t);
+    char *line = t->d;
+    int n;
     if (b < 0) {
-        sh_log(2, "%s: %s, waiting %lld s%s", j->label, hs, waited_ms / 1000, last ? ", done" : "");
-        return;
+        n = snprintf(line, 1024, "%shfs3: %s: fetching %s, waiting %lld s%s%s", tty ? "\r" : "", j->label, hs,
+                     waited_ms / 1000, more, tty ? "\033[K" : "\n");
+    } else {
+        human((unsigned long long)b, hb, sizeof hb);
+        long long since = b0 >= 0 && b >= b0 ? b - b0 : b;
+        double rate = waited_ms > 0 ? (double)since * 1000.0 / (double)waited_ms : 0;
+        human((unsigned long long)rate, hr, sizeof hr);
+        long long left = rate > 0 && j->size > (unsigned long long)b
+                             ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
+        int pct = j->size ? (int)((unsigned long long)b * 100 / j->size) : 100;
+        if (rate < 1)   /* nothing landed during this wait yet: no rate to tell, no time left to guess */
+            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), waiting %lld s%s%s", tty ? "\r" : "", j->label, hb,
+                         hs, pct, waited_ms / 1000, more, tty ? "\033[K" : "\n");
+        else
+            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), %s/s, about %lld s left%s%s", tty ? "\r" : "",
+                         j->label, hb, hs, pct, hr, left, more, tty ? "\033[K" : "\n");
     }
-    human((unsigned long long)b, hb, sizeof hb);
-    double rate = waited_ms > 0 ? (double)b * 1000.0 / (double)waited_ms : 0;
-    human((unsigned long long)rate, hr, sizeof hr);
-    long long left = rate > 0 && j->size > (unsigned long long)b ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
-    sh_log(2, "%s: %s of %s (%d%%), %s/s, about %lld s left", j->label, hb, hs,
-           j->size ? (int)((unsigned long long)b * 100 / j->size) : 100, hr, left);
+    if (n <= 0)
+        return;
+    if (n >= 1024) {   /* a very long path: cut, the line still ends */
+        n = 1023;
+        line[n - 1] = '\n';
+    }
+    if (tty)
+        __atomic_store_n(&prog_open, 1, __ATOMIC_RELAXED);
+    ssize_t w = write(2, line, (size_t)n);
+    (void)w;
 }
 
 static long long now_ms(void)
@@ -496,9 +553,18 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int waiters = __atomic_add_fetch(&lock_waiters, 1, __ATOMIC_RELAXED);
-    long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since, next_line = 3000;
+    long long last = progress(j->tmpdir, j->sha), since = now_ms(), start = since;
     long long looked = since;
-    int lines = 0;
+    /* progress lines: only for a file's fetch (label), not at HFS3_LOG=error; at the default level only for a
+     * file of SH_PROGRESS_MIN_SIZE or more (a shard: a config or tokenizer file that takes seconds is latency,
+     * which the stall timeout names when it hangs) */
+    int shows = j->label && j->tmpdir && (sh_log_level >= 2 || (sh_log_level >= 1 && j->size >= SH_PROGRESS_MIN_SIZE)),
+        lines = 0;
+    long long b0 = -1;
+    if (shows) {
+        __atomic_add_fetch(&prog_waits, 1, __ATOMIC_RELAXED);
+        b0 = fetched_bytes(j, helper);
+    }
     long wait = 2 + waiters / 4;
     int rc;
     for (;;) {
@@ -520,11 +586,20 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
             continue;
         looked = t;
         long long cur = progress(j->tmpdir, j->sha);
-        /* HFS3_LOG=info: after ~3 s of waiting on a fetch, a line every ~5 s while the program waits */
-        if (j->label && sh_log_level >= 2 && j->tmpdir && t - start >= next_line) {
-            progress_line(j, t - start, 0, helper);
-            next_line += SH_PROGRESS_EVERY_MS;
-            lines++;
+        if (shows && t - start >= SH_PROGRESS_AFTER_MS) {
+            long long nx = __atomic_load_n(&prog_next, __ATOMIC_RELAXED);
+            int tty = __atomic_load_n(&prog_tty, __ATOMIC_RELAXED);
+            if (tty < 0) {
+                tty = isatty(2) == 1;
+                __atomic_store_n(&prog_tty, tty, __ATOMIC_RELAXED);
+            }
+            /* one printer per turn for the whole process: the thread whose swap succeeds */
+            if (t >= nx && __atomic_compare_exchange_n(&prog_next, &nx, t + (tty ? SH_PROGRESS_TTY_MS
+                                                                                   : SH_PROGRESS_EVERY_MS),
+                                                       0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                progress_line(j, t - start, b0, helper);
+                lines++;
+            }
         }
         if (cur != last) {
             last = cur;
@@ -532,6 +607,14 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
         } else if (sh_stall > 0 && t - since >= sh_stall * 1000LL) {
             rc = -ETIMEDOUT;
             break;
+        }
+    }
+    if (shows) {
+        /* the last wait of the process ends the terminal's progress line */
+        if (__atomic_sub_fetch(&prog_waits, 1, __ATOMIC_RELAXED) == 0 &&
+            __atomic_exchange_n(&prog_open, 0, __ATOMIC_RELAXED)) {
+            ssize_t w = write(2, "\n", 1);
+            (void)w;
         }
     }
     if (lines && rc == 0)
@@ -595,6 +678,8 @@ int sh_run_locked(const struct sh_lockjob *j)
 void sh_locks_after_fork(void)
 {
     __atomic_store_n(&lock_waiters, 0, __ATOMIC_RELAXED); /* the waiting threads stayed in the parent */
+    __atomic_store_n(&prog_waits, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&prog_open, 0, __ATOMIC_RELAXED);   /* the parent ends its own line */
     if (!__atomic_load_n(&locks_inflight, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&locks_inflight, 0, __ATOMIC_RELEASE);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """real_clients.py - the libraries users load models with, run for real (the project's .venv, requirements.txt):
-transformers, tokenizers, safetensors and huggingface_hub. t_real_clients.sh runs each step on a local folder and
+transformers, tokenizers, safetensors, huggingface_hub, diffusers, sentence-transformers and torch.load. t_real_clients.sh runs each step on a local folder and
 again through the shim, and compares.
 
   gen OUT --seed N            a tiny Qwen2 model made by transformers itself (from_config, fixed seed), saved with
@@ -17,6 +17,11 @@ again through the shim, and compares.
                               each equal to the LOCAL folder's
   hub CACHE REPO_ID REV1 SRC1 SRC2   huggingface_hub 2.x offline on an HF cache: snapshot_download(local_files_only),
                               scan_cache_dir() with no warnings, try_to_load_from_cache, hf_hub_download offline
+  more-gen OUT                diffusers (a DDPMPipeline: unet/, scheduler/), sentence-transformers (BERT + mean
+                              pooling) and torch.save (.bin, .pt) models, tiny, made by the libraries themselves
+  more MODEL LOCAL            each loaded from MODEL and from LOCAL: equal images (2 denoising steps), embeddings,
+                              and torch.load of .bin and .pt with and without mmap=True
+  CMD ARGS :: CMD ARGS ...    several commands in one process
 """
 import hashlib, json, os, sys, warnings
 
@@ -158,8 +163,85 @@ def hub(cache, repo_id, rev1, src1, src2):
           f"scan_cache_dir: {len(info.repos)} repos, {r.nb_files} files, {r.size_on_disk} bytes, no warnings")
 
 
+WORDS = "the quick brown fox jumps over lazy dog hfs3 serves model weights from s3 through a preloaded shim".split()
+SENTENCES = ["the quick brown fox", "model weights from s3", "a preloaded shim serves the dog"]
+
+
+def more_gen(out):
+    """Tiny models made by the libraries themselves, no hub download: a diffusers pipeline (model_index.json,
+    unet/ and scheduler/ subfolders), a sentence-transformers model (a BERT made by transformers, a WordPiece
+    vocabulary written here, mean pooling) and torch.save files, pytorch_model.bin and model.pt."""
+    import torch
+    torch.manual_seed(7)
+    from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+    unet = UNet2DModel(sample_size=8, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(8, 16),
+                       down_block_types=("DownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "UpBlock2D"),
+                       norm_num_groups=4)
+    DDPMPipeline(unet=unet, scheduler=DDPMScheduler(num_train_timesteps=10)).save_pretrained(os.path.join(out, "diffusers"))
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from sentence_transformers import SentenceTransformer, models
+    tmp = os.path.join(out, "bert-src")
+    os.makedirs(tmp)
+    with open(os.path.join(tmp, "vocab.txt"), "w") as f:
+        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS) + "\n")
+    BertTokenizerFast(os.path.join(tmp, "vocab.txt")).save_pretrained(tmp)
+    BertModel(BertConfig(vocab_size=5 + len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(tmp)
+    word = models.Transformer(tmp, max_seq_length=32)
+    dim = getattr(word, "get_embedding_dimension", None) or word.get_word_embedding_dimension
+    SentenceTransformer(modules=[word, models.Pooling(dim(), "mean")]).save(
+        os.path.join(out, "sentence"))
+    import shutil
+    shutil.rmtree(tmp)
+    sd = {"w": torch.randn(64, 32), "b": torch.randn(64), "step": torch.tensor(3)}
+    os.makedirs(os.path.join(out, "torch"))
+    torch.save(sd, os.path.join(out, "torch", "pytorch_model.bin"))
+    torch.save({"state_dict": sd, "epoch": 2}, os.path.join(out, "torch", "model.pt"))
+    print(f"{out}: diffusers, sentence-transformers, torch.save")
+
+
+def more_check(mount, local):
+    """Each of more_gen's models loaded by its library from mount and from local: equal results."""
+    import torch
+    torch.set_num_threads(1)
+    from diffusers import DDPMPipeline
+    out = []
+    imgs = []
+    for d in (mount, local):
+        pipe = DDPMPipeline.from_pretrained(os.path.join(d, "diffusers"))
+        imgs.append(pipe(generator=torch.Generator().manual_seed(0), num_inference_steps=2, output_type="np").images)
+    assert imgs[0].shape == imgs[1].shape and (imgs[0] == imgs[1]).all(), "diffusers: images differ"
+    sub = sorted(os.listdir(os.path.join(mount, "diffusers")))
+    assert sub == sorted(os.listdir(os.path.join(local, "diffusers"))) and "unet" in sub and "scheduler" in sub, sub
+    out.append(f"diffusers DDPMPipeline.from_pretrained ({', '.join(sub)}): equal {imgs[0].shape} images")
+    from sentence_transformers import SentenceTransformer
+    emb = [SentenceTransformer(os.path.join(d, "sentence"), device="cpu").encode(SENTENCES, convert_to_tensor=True)
+           for d in (mount, local)]
+    assert torch.equal(emb[0], emb[1]), "sentence-transformers: embeddings differ"
+    out.append(f"sentence-transformers encode: equal {tuple(emb[0].shape)} embeddings")
+    n = 0
+    for name in ("pytorch_model.bin", "model.pt"):
+        for mm in (False, True):
+            a = torch.load(os.path.join(mount, "torch", name), mmap=mm, weights_only=True)
+            b = torch.load(os.path.join(local, "torch", name), weights_only=True)
+            sa, sb = a.get("state_dict", a), b.get("state_dict", b)
+            assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa), (name, mm)
+            n += 1
+    out.append(f"torch.load of .bin and .pt, with and without mmap=True: {n} loads equal")
+    print("; ".join(out))
+
+
 def main():
-    cmd, args = sys.argv[1], sys.argv[2:]
+    # "CMD ARGS :: CMD ARGS ...": several commands in one process (the imports cost more than the tiny models)
+    argv = sys.argv[1:]
+    while "::" in argv:
+        i = argv.index("::")
+        run(argv[0], argv[1:i])
+        argv = argv[i + 1:]
+    run(argv[0], argv[1:])
+
+
+def run(cmd, args):
     if cmd == "gen":
         gen(args[0], int(args[2]) if len(args) > 2 else 1234)
     elif cmd == "hfcache":
@@ -178,6 +260,10 @@ def main():
         check_safetensors(*args)
     elif cmd == "hub":
         hub(*args)
+    elif cmd == "more-gen":
+        more_gen(*args)
+    elif cmd == "more":
+        more_check(*args)
     else:
         sys.exit(f"real_clients.py: unknown command {cmd}")
 

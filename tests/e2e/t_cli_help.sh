@@ -35,7 +35,19 @@ done
 ok "every command's --help on stdout with exit 0; usage errors on stderr with exit 2"
 
 expect_exit 0 "--help" "$H" --help
-grep -q "^Commands:" "$WORK/out" && grep -q "^  fetch \[--repo NAME\]\.\.\. REMOTE" "$WORK/out" && grep -q "^Exit status" "$WORK/out" || { cat "$WORK/out"; fail "--help"; }
+grep -q "^Commands:" "$WORK/out" && grep -q "^Exit status" "$WORK/out" || { cat "$WORK/out"; fail "--help"; }
+# one line per command with what it does, as git and rclone list theirs: "  NAME  description" (cache's
+# subcommands indented under it), every public command of the table, none without its description
+nodesc=$(sed -n '/^Commands:/,/^$/p' "$WORK/out" | sed 1d | sed '/^$/d' |
+  awk '{ line = $0; sub(/^ +/, "", line); if ($1 == "cache" && NF > 1 && $2 ~ /^(du|gc|verify)$/) sub(/^cache [a-z]+ +/, "", line); else sub(/^[a-z]+ +/, "", line); if (split(line, w, " ") < 4) print }')
+[ -z "$nodesc" ] || { cat "$WORK/out"; fail "--help: commands without a one-line description: $nodesc"; }
+for c in build show verify fetch cache status run; do
+  grep -Eq "^  $c +[a-z].{20,}" "$WORK/out" || { cat "$WORK/out"; fail "--help: no line describing $c"; }
+done
+for c in du gc verify; do
+  grep -Eq "^    cache $c +[a-z].{20,}" "$WORK/out" || { cat "$WORK/out"; fail "--help: no line describing cache $c"; }
+done
+grep -Eq "^  fetch +warm this machine's cache" "$WORK/out" || { cat "$WORK/out"; fail "--help: fetch's description"; }
 expect_exit 2 "no arguments" "$H"
 grep -q "^usage: hfs3-manifest" "$WORK/err" || fail "no arguments: usage on stderr"
 expect_exit 0 "--version" "$H" --version

@@ -238,6 +238,8 @@ for f in du st; do
   grep -qx "s3test:models/hub: a hub of $n repositories, 1 fetched:" "$WORK/$f" &&
     grep -q "^  datasets--org--d: [0-9]* files, [0-9]* cached" "$WORK/$f" && grep -qx "  models--org--a: not fetched" "$WORK/$f" &&
     ! grep -q "no manifest" "$WORK/$f" || { cat "$WORK/$f"; fail "$f: the hub is not shown as a hub"; }
+  # the fetched repository once, under its hub: not again as a mount of its own (issue 35)
+  [ "$(grep -c "datasets--org--d" "$WORK/$f")" = 1 ] || { cat "$WORK/$f"; fail "$f: the hub's repository listed twice"; }
 done
 "$HFS3_BIN" status --json | python3 -c '
 import json, sys

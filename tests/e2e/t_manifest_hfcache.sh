@@ -78,5 +78,17 @@ expect_exit 1 "build of an HF cache uploaded without --links" $H build $R2
 grep -qxF "$R2: blobs/ and refs/ but no snapshots/: an HF cache repository uploaded without its symlinks (rclone skips them unless told); upload it again with rclone copy --links LOCAL_REPO $R2, then build (or build --layout flat to take it as it is)" "$WORK/err" ||
   { cat "$WORK/err"; fail "no advice for an HF cache uploaded without --links"; }
 ! rclone lsf $R2/.hfs3/ 2>/dev/null | grep -q manifest.json || fail "a manifest was written"
+# said once, in stdout and stderr together (a terminal shows both), with the REMOTE once: by build, and by
+# build --all of the hub above it (issue 35: three times, once as "REMOTE: REMOTE: ...")
+n=$(grep -c "uploaded without its symlinks" "$WORK/out" "$WORK/err" | awk -F: '{s += $NF} END {print s}')
+[ "$n" = 1 ] || { cat "$WORK/out" "$WORK/err"; fail "build: the --links advice said $n times"; }
+expect_exit 1 "build --all of a hub with a repository uploaded without --links" $H build --all s3test:models/nolinks
+cat "$WORK/out" "$WORK/err"
+n=$(grep -c "uploaded without its symlinks" "$WORK/out" "$WORK/err" | awk -F: '{s += $NF} END {print s}')
+[ "$n" = 1 ] || fail "build --all: the --links advice said $n times"
+grep -qxF "$R2: blobs/ and refs/ but no snapshots/: an HF cache repository uploaded without its symlinks (rclone skips them unless told); upload it again with rclone copy --links LOCAL_REPO $R2, then build (or build --layout flat to take it as it is)" "$WORK/err" ||
+  fail "build --all: the advice is not the one line build prints"
+grep -qxF "models--org--tiny: failed (the reason is on stderr)" "$WORK/out" || fail "build --all: the repository's line"
+! grep -q "$R2: $R2" "$WORK/out" "$WORK/err" || fail "build --all: the REMOTE repeated"
 $H build --layout flat $R2 >/dev/null 2>&1 || fail "--layout flat on it"
-ok "an HF cache uploaded without --links: build says to upload with rclone copy --links"
+ok "an HF cache uploaded without --links: build and build --all say once to upload with rclone copy --links"

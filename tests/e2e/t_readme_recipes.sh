@@ -49,6 +49,24 @@ out=$(cd "$HFS3_ROOT" && bash -euo pipefail -c "trap 's3env_stop 2>/dev/null || 
 grep -q " config.json$" <<<"$out" && grep -q " model-00001-of-00001.safetensors$" <<<"$out" || { echo "$out"; fail "Try it: ls -l /models/m"; }
 ok "Try it: s3env_start, rclone copy, build, run ... ls -l /models/m, s3env_stop, as written"
 
+# ... and the user's shell is as it was after s3env_stop: HOME, AWS_PROFILE, the proxies, their own rclone
+# remotes and RCLONE_CONFIG back (set, unset, exported or not), a variable the user set meanwhile kept
+mkdir -p "$WORK/userhome"
+out=$(cd "$HFS3_ROOT" && env -u AWS_REGION HOME="$WORK/userhome" AWS_PROFILE=mine http_proxy=http://proxy.invalid:3128 \
+  HTTPS_PROXY=http://proxy.invalid:3129 RCLONE_CONFIG="$WORK/userhome/rclone.conf" RCLONE_CONFIG_MINE_TYPE=local \
+  AWS_ENDPOINT_URL="http://aws.invalid" bash -euo pipefail -c '
+  no_proxy=localhost   # a shell variable, not exported
+  export -p >"$0/env.before"; declare -p no_proxy >>"$0/env.before"
+  source scripts/s3env.sh && s3env_start "$0/try-env"
+  [ "$HOME" = "$0/try-env/home" ] && [ -z "${AWS_PROFILE:-}" ] && [ -z "${RCLONE_CONFIG_MINE_TYPE:-}" ] || exit 3
+  export HFS3_CACHE_DIR=$0/my-cache   # the user'"'"'s own, set while the server runs: kept
+  s3env_stop
+  [ "$HFS3_CACHE_DIR" = "$0/my-cache" ] || exit 4
+  unset HFS3_CACHE_DIR
+  export -p >"$0/env.after"; declare -p no_proxy >>"$0/env.after"' "$WORK" 2>&1) || { echo "$out"; fail "s3env_start/stop in a user's shell"; }
+diff "$WORK/env.before" "$WORK/env.after" || fail "s3env_stop left the shell changed (diff above: < before, > after)"
+ok "s3env_stop puts the shell back: HOME, AWS_PROFILE, AWS_ENDPOINT_URL, proxies (exported or not), RCLONE_CONFIG and RCLONE_CONFIG_*, AWS_REGION unset; a variable set meanwhile kept"
+
 # the server the other recipes run against, started as "Try it" says (HOME moves under it: the HF cache goes there)
 source "$HFS3_ROOT/scripts/s3env.sh"
 s3env_start "$WORK/try2"; trap s3env_stop EXIT

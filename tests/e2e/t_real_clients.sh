@@ -5,6 +5,9 @@
 #   - transformers AutoConfig/AutoTokenizer/AutoModelForCausalLM.from_pretrained(mount) generates the same 8 tokens
 #     with the same logits (torch.equal) as from the local folder;
 #   - safetensors safe_open(framework="pt") + get_tensor of every tensor, and load_file, equal the local ones;
+#   - tiny models made by diffusers (a DDPMPipeline: model_index.json, unet/, scheduler/), sentence-transformers (a
+#     BERT + mean pooling) and torch.save (.bin, .pt): the same images, embeddings and tensors as from the local
+#     folder, torch.load with and without mmap=True;
 #   - an HF cache through a hub mount, as vLLM resolves a repo id offline (HF_HUB_OFFLINE=1, HF_HUB_CACHE=the hub):
 #     from_pretrained("org/qwen") at main and at the older revision, snapshot_download(local_files_only=True),
 #     try_to_load_from_cache, hf_hub_download, scan_cache_dir() with no warnings, and `hf cache ls`;
@@ -21,12 +24,14 @@ export HF_HOME=$WORK/hf-home HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_
 RC() { "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" "$@"; }
 P() { LD_PRELOAD=$HFS3_SHIM "$@"; }
 
-RC gen "$WORK/v1" --seed 1 >/dev/null 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "transformers: make the model"; }
+RC gen "$WORK/v1" --seed 1 :: more-gen "$WORK/more" >/dev/null 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "transformers, diffusers, sentence-transformers, torch.save: make the models"; }
 RC gen "$WORK/v2" --seed 2 >/dev/null 2>>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "transformers: make the model"; }
 read -r rev1 rev2 < <(RC hfcache "$WORK/hub/models--org--qwen" "$WORK/v1" "$WORK/v2")
 rclone copy "$WORK/v2" s3test:models/qwen
 rclone copy --links "$WORK/hub/models--org--qwen" s3test:models/hub/models--org--qwen
 "$HFS3_BIN" build s3test:models/qwen >/dev/null
+rclone copy "$WORK/more" s3test:models/more
+"$HFS3_BIN" build s3test:models/more >/dev/null
 "$HFS3_BIN" build --all s3test:models/hub >/dev/null
 ok "a transformers model ($(ls "$WORK/v2" | grep -c safetensors$) shards + index, tokenizer.json, generation_config.json) uploaded and built"
 
@@ -36,16 +41,17 @@ RC generate "$WORK/v2" "$WORK/local-v2.pt" + "$WORK/v1" "$WORK/local-v1.pt" >"$W
 # the two revisions differ, or loading the wrong one would pass unseen
 if RC same "$WORK/local-v1.pt" "$WORK/local-v2.pt" >/dev/null 2>&1; then fail "the two revisions generate the same"; fi
 
-export HFS3_MOUNTS="/models/qwen=s3test:models/qwen;/models/hub=s3test:models/hub" HFS3_CACHE_DIR=$WORK/cache \
+export HFS3_MOUNTS="/models/qwen=s3test:models/qwen;/models/hub=s3test:models/hub;/models/more=s3test:models/more" HFS3_CACHE_DIR=$WORK/cache \
        HFS3_HELPER=$HFS3_BIN
 P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" generate /models/qwen "$WORK/mount.pt" >"$WORK/mount.out" 2>&1 ||
   { cat "$WORK/mount.out"; fail "transformers: from_pretrained(mount) through the shim"; }
 RC same "$WORK/local-v2.pt" "$WORK/mount.pt" >"$WORK/same.out" 2>&1 || { cat "$WORK/same.out"; fail "transformers: mount vs local"; }
 ok "transformers: AutoConfig, AutoTokenizer, AutoModelForCausalLM.from_pretrained(mount): 8 tokens, $(cat "$WORK/same.out")"
 
-P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" safetensors /models/qwen "$WORK/v2" >"$WORK/st.out" 2>&1 ||
-  { cat "$WORK/st.out"; fail "safetensors through the shim"; }
-ok "$(cat "$WORK/st.out")"
+P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" safetensors /models/qwen "$WORK/v2" :: more /models/more "$WORK/more" \
+  >"$WORK/st.out" 2>"$WORK/st.err" || { cat "$WORK/st.out" "$WORK/st.err"; fail "safetensors, diffusers, sentence-transformers, torch.load through the shim"; }
+ok "$(head -1 "$WORK/st.out")"
+ok "$(tail -1 "$WORK/st.out")"
 
 # a repo id through the hub mount, offline, as vLLM resolves one
 export HF_HUB_OFFLINE=1

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # t_shim_progress.sh - the shim's stall check follows the helper's temp files (tmp/<sha256>.<rand>.part,
 # allocated at full size, and its .done sidecar): a real fetch slowed by the fault proxy that keeps writing is
-# never cut by a small HFS3_STALL_TIMEOUT, one whose requests hang is cut after it with EIO and one log line.
+# never cut by a small HFS3_STALL_TIMEOUT, one whose requests hang is cut after it with EIO and one log line. A
+# cold load says what it does on stderr at the default log level (whole lines, or one line updated on a
+# terminal), and nothing at HFS3_LOG=error.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -33,7 +35,64 @@ for f in big.bin one.bin; do
   cmp -s "$WORK/out" "$WORK/p/$f" || fail "slow fetch of $f: wrong bytes"
   [ "$took" -ge 3 ] || fail "slow fetch of $f took ${took}s: the proxy did not slow it"
   echo "slow fetch of $f: ${took}s, stall timeout 2 s, not cut"
+  # a cold load says what it is doing at the default log level (issue 35): after ~2 s of waiting, the file,
+  # bytes of total, rate and time left; stderr is a file here: whole lines
+  cat "$WORK/err"
+  if [ "$f" = big.bin ]; then
+    grep -Eq "^hfs3: $M/big.bin: [0-9.]+ [KMG]?i?B of 4.0 MiB \([0-9]+%\), [0-9.]+ [KMG]?i?B/s, about [0-9]+ s left$" "$WORK/err" ||
+      fail "default log level: no progress line for a cold load of ${took} s"
+  else   # one range: no sidecar, and the fetch was our own helper's: its bytes as they land, or the wait
+    grep -Eq "^hfs3: $M/one.bin: ([0-9.]+ [KMG]?i?B of 1.5 MiB \(|fetching 1.5 MiB, waiting )" "$WORK/err" ||
+      fail "default log level: no progress line for one.bin"
+  fi
+  [ -z "$(grep -v "^hfs3: $M/$f: " "$WORK/err")" ] || fail "default log level: other lines than progress"
 done
+ok "a cold load of ${took} s says what it does on stderr: $(tail -1 "$WORK/err")"
+
+# HFS3_LOG=error: not a byte
+HFS3_CACHE_DIR=$WORK/cache-quiet HFS3_LOG=error HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM \
+  cat "$M/big.bin" >"$WORK/out" 2>"$WORK/quiet.err" || { cat "$WORK/quiet.err"; fail "HFS3_LOG=error: cat"; }
+cmp -s "$WORK/out" "$WORK/p/big.bin" || fail "HFS3_LOG=error: wrong bytes"
+[ ! -s "$WORK/quiet.err" ] || { cat "$WORK/quiet.err"; fail "HFS3_LOG=error: the cold load wrote to stderr"; }
+ok "HFS3_LOG=error: a cold load writes nothing on stderr"
+
+# on a terminal (script(1) gives the program a pty): one line updated in place with \r, ended by one newline;
+# 6 threads on 2 files at once: one line per turn for the whole process, naming how many others wait
+if command -v script >/dev/null; then
+  cat >"$WORK/threads.py" <<'PY'
+import sys, threading
+def rd(p):
+    with open(p, "rb") as f:
+        f.read()
+ts = [threading.Thread(target=rd, args=(sys.argv[1 + i % 2],)) for i in range(6)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+PY
+  # (what the program writes to the terminal is script's stdout; the terminal turns each \n into \r\n)
+  t0=$(date +%s)
+  HFS3_CACHE_DIR=$WORK/cache-tty HFS3_MOUNTS="$M=slow:models/p" script -qec \
+    "LD_PRELOAD=$HFS3_SHIM python3 $WORK/threads.py $M/big.bin $M/one.bin" /dev/null >"$WORK/tty.err" </dev/null ||
+    fail "on a terminal: the load failed"
+  took=$(( $(date +%s) - t0 + 1 ))
+  python3 - "$WORK/tty.err" "$M" "$took" <<'PY' || fail "on a terminal: the progress line"
+import re, sys
+t = open(sys.argv[1], "rb").read().decode().replace("\r\n", "\n")
+print(repr(t[-400:]))
+# every update starts with \r and erases the rest of the line; one newline at the end, none before
+ups = [u for u in t.split("\r") if u]
+assert len(ups) >= 1, "no update"
+assert t.count("\n") == 1 and t.endswith("\n"), "not one line ended once"
+for u in ups:
+    assert re.match(r"hfs3: " + re.escape(sys.argv[2]) + r"/(big|one)\.bin: .*\x1b\[K\n?$", u), u
+# six opens wait at once: the line says so, and one thread's line is the process's
+assert any(re.search(r"; [1-5] more opens? waiting", u) for u in ups), "no count of the other waits"
+# one printer for the process, at most one update a second: not one per thread (nor one per 100 ms look)
+assert len(ups) <= int(sys.argv[3]) + 1, f"{len(ups)} updates in {sys.argv[3]} s"
+PY
+  ok "on a terminal: $(tr -d '\n' <"$WORK/tty.err" | tr '\r' '\n' | grep -c .) updates of one line, ended by one newline; 6 waits print one line between them"
+else
+  skip_part tty "no script(1) to give the program a terminal"
+fi
 
 # last use: an open of a cached blob through the shim moves its lock file's mtime (gc's LRU clock)
 bsha=$(blob_of "$WORK/p/big.bin")
@@ -44,7 +103,7 @@ after=$(stat -c %Y "$HFS3_CACHE_DIR/locks/$bsha.lock")
 [ "$after" -gt $((before + 3600)) ] || fail "last use: the lock file's mtime did not move ($before -> $after)"
 echo "last use: lock file mtime $before -> $after"
 
-# HFS3_LOG=info: a line per helper start and result, and progress lines while an open waits (> 3 s)
+# HFS3_LOG=info: a line per helper start and result, and progress lines while an open waits (> 2 s)
 HFS3_CACHE_DIR=$WORK/cache-info HFS3_LOG=info HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM \
   cat "$M/big.bin" 2>"$WORK/info.err" >"$WORK/out" || { cat "$WORK/info.err"; fail "info: cat"; }
 cat "$WORK/info.err"
