@@ -346,6 +346,10 @@ void sh_cache_from_env(void);
  * when it is not usable or a fallback is used); -EIO otherwise, and in a vfork child that finds it undecided. */
 int sh_cache_ready(void);
 void sh_cache_after_fork(void);
+/* For a vfork child, which may not decide the cache (sh_cache_ready: -EIO there): 0 when the cache is decided, or
+ * undecided but its directory exists and passes check_dir's rules as it is (nothing created, written or logged:
+ * the child only reads it, a chdir into a skeleton the index writer made); -EIO otherwise. */
+int sh_cache_peek(void);
 /* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);
