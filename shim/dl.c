@@ -51,6 +51,14 @@ static int in_mount_at(int dirfd, const char *path, struct sh_loc *l)
     return l->kind == L_MNT;
 }
 
+/* in_mount_at, or a synthesized ancestor of a mount that is not on disk (a spawn's file action may open one: its
+ * skeleton in the cache) */
+static int in_view_at(int dirfd, const char *path, struct sh_loc *l)
+{
+    struct stat st;
+    return in_mount_at(dirfd, path, l) || (l->kind == L_ANC && sh_r.lstat(l->path, &st) < 0);
+}
+
 static int in_mount(const char *path, struct sh_loc *l)
 {
     return in_mount_at(AT_FDCWD, path, l);
@@ -155,6 +163,19 @@ static const char *proc_cwd(const char *path)
     return NULL;
 }
 
+/* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
+ * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
+ * fallback would find after its real call failed: the child's open has no fallback) */
+static int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
+{
+    struct stat st;
+    if (!sh_outside(AT_FDCWD, path) || fa_dir(fa) != AT_FDCWD)
+        return 0;
+    int e = errno, r = sh_r.stat(path, &st) == 0 || !SH_FALLBACK_ERR(errno);
+    errno = e;
+    return r;
+}
+
 SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
                                                mode_t mode)
 {
@@ -164,7 +185,7 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
     LAUNDER(path);
     /* a write takes no fast path: /proc/self/fd/N of a blob, /proc/self/cwd/x from a cwd in a mount, a symlink
      * into the cache are all spelled outside the mounts (issue 33 item 1) */
-    if (!path || sh_in_vfork() || (ro ? sh_outside(AT_FDCWD, path) && fa_dir(fa) == AT_FDCWD : !sh_wguard_on))
+    if (!path || sh_in_vfork() || (ro ? ro_outside(fa, path) : !sh_wguard_on))
         return real(fa, fd, path, oflag, mode);
     int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
     if (d == -1)
@@ -172,11 +193,14 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
     SH_LOC(l);
     SH_SCRATCH(t);
     /* a read-only open of a file or directory in a mount: the child opens what the shim opened here */
-    if (ro && in_mount_at(d, path, &l) && real_of(&l, oflag, t->a, SH_SCR) == 0)
+    struct stat st;
+    int k = ro ? sh_classify(d, path, &l) : L_NONE;
+    if ((k == L_NONE || (k == L_ANC && sh_r.lstat(l.path, &st) == 0)) && l.kpath && strlen(l.kpath) < SH_SCR)
+        path = memcpy(t->b, l.kpath, strlen(l.kpath) + 1); /* a ".." out of an ancestor: where the kernel goes */
+    else if (ro && in_view_at(d, path, &l) && real_of(&l, oflag, t->a, SH_SCR) == 0)
         path = t->a;
     /* a write into a mount (or, from a cwd there, into the cache's copy of it): refused now with the mount's
      * EROFS, since the child's open would create or truncate in the cache or fail with ENOENT */
-    struct stat st;
     int gd = d;
     const char *gp = path;
     if (!ro && fa_dir(fa) != AT_FDCWD && (gp = proc_cwd(path))) /* the child's cwd, not this process's */
