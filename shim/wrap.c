@@ -174,7 +174,7 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
 /* The real open of path from dirfd, or of base from pfd when the guard handed its checked directory back
  * (sh_wguard_at; closed here, errno kept): the open lands where the guard looked, whatever a symlink on the way
  * says by now. */
-static int open_on(int dirfd, const char *path, int pfd, const char *base, int flags, mode_t mode)
+static __attribute__((noinline)) int open_on(int dirfd, const char *path, int pfd, const char *base, int flags, mode_t mode)
 {
     if (pfd < 0)
         return dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
@@ -182,6 +182,28 @@ static int open_on(int dirfd, const char *path, int pfd, const char *base, int f
     int fd = REAL(openat64, openat_fn)(pfd, base, flags, mode), e = errno;
     sh_r.close(pfd);
     errno = e;
+    return fd;
+}
+
+/* open_w's real open outside the mounts, guarded (out of line: the guard's descriptor is not in open_w's frame
+ * while kopen_err walks, the 2 KiB budget): the descriptor, -1 and the real errno, or -2 (errno EROFS) */
+static __attribute__((noinline)) int open_w_out(int dirfd, const char *path, int flags, int nf, mode_t mode, int e)
+{
+    int pfd = -1, fd;
+    const char *pb = NULL;
+    if (sh_wguard_at(dirfd, path, SH_W_OPEN, flags | nf, &pfd, &pb)) {
+        errno = EROFS;
+        return -2;
+    }
+    fd = open_on(dirfd, path, pfd, pb, flags | nf, mode);
+    if (fd < 0 && nf && errno == ELOOP) {
+        if (sh_wguard_at(dirfd, path, SH_W_OPEN, flags, &pfd, &pb)) {
+            errno = EROFS;
+            return -2;
+        }
+        errno = e;
+        fd = open_on(dirfd, path, pfd, pb, flags, mode);
+    }
     return fd;
 }
 
@@ -210,12 +232,7 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
     int nf = out && !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ? O_NOFOLLOW : 0;
     /* a mount's path (or an ancestor's) is opened by sh_open on its logical path, which never writes: the
      * kernel's answers there; the guard would look in the skeleton (directories only: "M/file" O_CREAT: EROFS) */
-    int pfd = -1, fd, ae;
-    const char *pb = NULL;
-    if (out && sh_wguard_at(dirfd, path, SH_W_OPEN, flags | nf, &pfd, &pb)) {
-        errno = EROFS;
-        return -1;
-    }
+    int fd, ae;
     if (!out) {
         /* a mount's path or a synthesized ancestor's: the kernel's answer on a read-only tree (kopen_err), then
          * sh_open for an open that writes nothing (it opens: O_CREAT of an existing file, read only) */
@@ -230,15 +247,8 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
             errno = kopen_err(dirfd, p0, flags) ?: ae;
         return fd;
     }
-    fd = open_on(dirfd, path, pfd, pb, flags | nf, mode);
-    if (fd < 0 && nf && errno == ELOOP) {
-        if (sh_wguard_at(dirfd, path, SH_W_OPEN, flags, &pfd, &pb)) {
-            errno = EROFS;
-            return -1;
-        }
-        errno = e;
-        fd = open_on(dirfd, path, pfd, pb, flags, mode);
-    }
+    if ((fd = open_w_out(dirfd, path, flags, nf, mode, e)) == -2)
+        return -1; /* EROFS */
     if (fd >= 0) {
         sh_fd_forget(fd);
         return fd;
