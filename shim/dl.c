@@ -132,7 +132,8 @@ static void fa_forget(posix_spawn_file_actions_t *fa)
     memset(fa->__pad, 0, sizeof(struct fa_cwd));
 }
 
-/* keeps fd (an O_PATH directory descriptor, ours) as fa's child's directory; closes it when it cannot */
+/* keeps fd (an O_PATH directory descriptor, ours) as fa's child's directory. Without one (-1: not there now; a
+ * program may make it before it spawns) nothing is kept: later actions are looked at from this process's cwd. */
 static void fa_keep(posix_spawn_file_actions_t *fa, int fd)
 {
     struct stat st;
@@ -231,8 +232,8 @@ SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *f
     if (d != -1 && sh_classify(d, path, &l) != L_NONE && real_of(&l, O_RDONLY | O_DIRECTORY, t->a, SH_SCR) == 0)
         to = t->a;
     int rc = real(fa, to);
-    if (rc == 0)
-        fa_keep(fa, d == -1 ? -1 : sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (rc == 0 && d != -1) /* (-1: the directory before is unknown already, and so is this one) */
+        fa_keep(fa, sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC));
     errno = e;
     return rc;
 }

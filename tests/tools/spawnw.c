@@ -107,6 +107,16 @@ static int guard(const char *m, const char *w)
     int st = 0, rc = run(&fa, argv, &st);
     posix_spawn_file_actions_destroy(&fa);
     printf("addchdir_np M/dir, pwd: %s %d\n", ename(rc), st);
+    /* the directory kept for the child closed by the program and its number reused: the child's directory is no
+     * longer known, a write is refused */
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    closefrom(3);
+    int reuse = open(w, O_RDONLY | O_DIRECTORY);
+    rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: %s (reused %s)\n", ename(rc),
+           fcntl(reuse, F_GETFD) >= 0 ? "still open" : "closed");
     return 0;
 }
 
