@@ -3,9 +3,10 @@
  * real path) while other threads create and remove through it: open(O_CREAT), mkdir, mkfifo, symlink, mknod,
  * unlink, rmdir of W/link/NAME. A call the guard let through must land in W/real; after the run S must hold what it
  * held before (t_shim_guardrace.sh checks). Usage:
- *   guardrace W S COUNT SECONDS
+ *   guardrace W S COUNT SECONDS [open]
  * Stops after COUNT creates or SECONDS, whichever comes first (a bound on the run, never an assertion). Prints
- * "creates N, refused R, made M" (made: creates that succeeded; refused: EROFS). */
+ * "creates N, refused R, made M" (made: creates that succeeded; refused: EROFS). With "open": open(O_CREAT|O_EXCL)
+ * only (the write-open's own path, open_w, which a mix of calls reaches too rarely to land one in 10 s). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 
 static const char *w, *s;
 static long count, secs;
+static int opens_only;
 static int stop;
 static long creates, refused, made;
 static time_t start;
@@ -46,7 +48,9 @@ static void *work(void *arg)
         if (n > count || time(NULL) - start >= secs)
             break;
         snprintf(p, sizeof p, "%s/link/t%ld-%ld", w, id, i);
-        int r, k = (int)(i % 6);
+        /* opens three times as often as each other create (KIND "open": opens only) */
+        int r, k = opens_only ? 0 : (int)(i % 8);
+        k = k < 3 ? 0 : k - 2;
         if (k == 5) {
             /* a removal: S/deeper (an empty skeleton directory) is there, W/real/deeper is not */
             snprintf(p, sizeof p, "%s/link/deeper", w);
@@ -83,10 +87,11 @@ static void *work(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: guardrace W S COUNT SECONDS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: guardrace W S COUNT SECONDS [open]\n");
         return 2;
     }
+    opens_only = argc == 6 && !strcmp(argv[5], "open");
     w = argv[1];
     s = argv[2];
     count = atol(argv[3]);
