@@ -297,6 +297,10 @@ static int cache_group_shared;
 
 gid_t sh_cache_gid(void)
 {
+    struct stat st;
+    /* a vfork child reading an undecided cache (sh_cache_peek): the directory's own group, found again */
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2 && sh_in_vfork() && sh_r.stat(sh_cache, &st) == 0)
+        return st.st_gid;
     return cache_gid;
 }
 
@@ -377,6 +381,24 @@ int sh_cache_ready(void)
         sh_poll_wait(&wait);
     }
     return s == 2 ? 0 : -EIO;
+}
+
+/* See shim.h. check_dir's verdict on an existing directory, read only: no mkdir, no fallback, no log, no global
+ * written (a vfork child shares the parent's memory, and its descriptors are not the parent's). */
+int sh_cache_peek(void)
+{
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 0;
+    if (s == 3 || no_default || start_error[0])
+        return -EIO;
+    struct stat st;
+    uid_t me = geteuid();
+    if (sh_r.stat(sh_cache, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_uid != me && st.st_uid != 0) ||
+        (st.st_mode & S_IWOTH))
+        return -EIO;
+    int shared = (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+    return st.st_uid == me || shared ? 0 : -EIO;
 }
 
 void sh_cache_after_fork(void)

@@ -4,7 +4,11 @@
  * real call gets the path of what was opened: the blob in the cache for a file, the skeleton for a directory; a
  * file action that would write there is refused with EROFS when it is added (the child's open is not ours).
  * Every other path goes to the real call untouched, dlopen's by a tail call, so that the loader still sees the
- * program's own caller (whose RUNPATH and namespace a bare library name is looked up with). */
+ * program's own caller (whose RUNPATH and namespace a bare library name is looked up with).
+ * The file actions are glibc's to run in the child, through no interposed call: every one that could write
+ * (addopen with write, create or truncate flags, whatever the spelling: /proc/self/fd/N, /proc/self/cwd/x, a
+ * symlink) is put to the write guard here, on the directory the child will be in (an addchdir_np or addfchdir_np
+ * before it moves the child: the guard then looks from there), and refused with EROFS when it is added. */
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -14,6 +18,8 @@
 #include <unistd.h>
 
 #define NOT_OURS ((void *)-1)
+/* hides glibc's nonnull declarations from the optimiser: a NULL is the real call's to answer */
+#define LAUNDER(p) __asm__("" : "+r"(p))
 
 /* l (L_MNT) opened read-only through the shim, and the real path of what that gave into out (n bytes): 0, or
  * -errno (-ENOENT also when /proc is not mounted: the real call then fails on the logical path). */
@@ -32,15 +38,30 @@ static int real_of(const struct sh_loc *l, int oflag, char *out, size_t n)
     return 0;
 }
 
-/* path classified (also when it reaches a mount through real symlinks): 1 for a path in a mount. */
-static int in_mount(const char *path, struct sh_loc *l)
+/* path (relative to dirfd) classified, also when it reaches a mount through real symlinks: 1 for a path in a
+ * mount. */
+static int in_mount_at(int dirfd, const char *path, struct sh_loc *l)
 {
-    if (sh_classify(AT_FDCWD, path, l) == L_NONE) {
+    if (sh_classify(dirfd, path, l) == L_NONE) {
         struct stat st;
-        if (sh_r.stat(path, &st) == 0 || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, l) == L_NONE)
+        if (sh_r.fstatat(dirfd, path, &st, 0) == 0 || !SH_FALLBACK_ERR(errno) ||
+            sh_fallback(dirfd, path, l) == L_NONE)
             return 0;
     }
     return l->kind == L_MNT;
+}
+
+/* in_mount_at, or a synthesized ancestor of a mount that is not on disk (a spawn's file action may open one: its
+ * skeleton in the cache) */
+static int in_view_at(int dirfd, const char *path, struct sh_loc *l)
+{
+    struct stat st;
+    return in_mount_at(dirfd, path, l) || (l->kind == L_ANC && sh_r.lstat(l->path, &st) < 0);
+}
+
+static int in_mount(const char *path, struct sh_loc *l)
+{
+    return in_mount_at(AT_FDCWD, path, l);
 }
 
 /* The real path of a library in a mount into out, or 0 (not ours: the real dlopen takes the path as given). */
@@ -75,26 +96,165 @@ __attribute__((optimize("optimize-sibling-calls"))) SH_EXPORT void *dlopen(const
     return REAL(dlopen, void *(*)(const char *, int))(path, mode);   /* a tail call: the caller stays the program */
 }
 
+/* The directory a file-actions object's child will be in when its next action runs, as the shim follows it: kept in
+ * glibc's reserved words of the object (__pad, zeroed by posix_spawn_file_actions_init, never read by glibc 2.36):
+ * an O_PATH descriptor of the directory an addchdir_np or addfchdir_np moves to, and its identity, so that a
+ * descriptor the program closed and reused meanwhile is never taken for it (nor closed by destroy). */
+#define FA_MAGIC 0x68667333u /* "hfs3" */
+struct fa_cwd {
+    unsigned magic;
+    int fd;
+    dev_t dev;
+    ino_t ino;
+};
+_Static_assert(sizeof(struct fa_cwd) <= sizeof(((posix_spawn_file_actions_t *)0)->__pad), "fa_cwd fits __pad");
+
+/* the child's directory for fa's next action: the descriptor kept, or AT_FDCWD (the parent's cwd, which the child
+ * starts in); -1 when one was kept but is no longer the same directory (the guard then refuses what it cannot
+ * place) */
+static int fa_dir(const posix_spawn_file_actions_t *fa)
+{
+    struct fa_cwd c;
+    memcpy(&c, fa->__pad, sizeof c);
+    if (c.magic != FA_MAGIC)
+        return AT_FDCWD;
+    struct stat st;
+    if (sh_r.fstat(c.fd, &st) < 0 || st.st_dev != c.dev || st.st_ino != c.ino)
+        return -1;
+    return c.fd;
+}
+
+static void fa_forget(posix_spawn_file_actions_t *fa)
+{
+    int d = fa_dir(fa);
+    if (d >= 0)
+        sh_r.close(d);
+    memset(fa->__pad, 0, sizeof(struct fa_cwd));
+}
+
+/* keeps fd (an O_PATH directory descriptor, ours) as fa's child's directory. Without one (-1: not there now; a
+ * program may make it before it spawns) nothing is kept: later actions are looked at from this process's cwd. */
+static void fa_keep(posix_spawn_file_actions_t *fa, int fd)
+{
+    struct stat st;
+    fa_forget(fa);
+    if (fd < 0)
+        return;
+    if (sh_r.fstat(fd, &st) < 0) {
+        sh_r.close(fd);
+        return;
+    }
+    struct fa_cwd c = {FA_MAGIC, fd, st.st_dev, st.st_ino};
+    memcpy(fa->__pad, &c, sizeof c);
+}
+
+/* After a chdir action, "/proc/self/cwd/REST" (or thread-self's) in a later action is the child's directory: REST
+ * ("." for none) to look up from there; NULL for any other spelling. */
+static const char *proc_cwd(const char *path)
+{
+    static const char *const pre[] = {"/proc/self/cwd", "/proc/thread-self/cwd"};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(pre[i]);
+        if (!strncmp(path, pre[i], n) && (path[n] == '/' || !path[n])) {
+            while (path[n] == '/')
+                n++;
+            return path[n] ? path + n : ".";
+        }
+    }
+    return NULL;
+}
+
+/* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
+ * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
+ * fallback would find after its real call failed: the child's open has no fallback) */
+static int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
+{
+    struct stat st;
+    if (!sh_outside(AT_FDCWD, path) || fa_dir(fa) != AT_FDCWD)
+        return 0;
+    int e = errno, r = sh_r.stat(path, &st) == 0 || !SH_FALLBACK_ERR(errno);
+    errno = e;
+    return r;
+}
+
 SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
                                                mode_t mode)
 {
     int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
         REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
-    if (__builtin_expect(sh_outside(AT_FDCWD, path), 1) || sh_in_vfork())
+    int ro = (oflag & O_ACCMODE) == O_RDONLY && !(oflag & (O_CREAT | O_TRUNC));
+    LAUNDER(path);
+    /* a write takes no fast path: /proc/self/fd/N of a blob, /proc/self/cwd/x from a cwd in a mount, a symlink
+     * into the cache are all spelled outside the mounts (issue 33 item 1) */
+    if (!path || sh_in_vfork() || (ro ? ro_outside(fa, path) : !sh_wguard_on))
         return real(fa, fd, path, oflag, mode);
-    int e = errno;
+    int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
+    if (d == -1)
+        return ro ? real(fa, fd, path, oflag, mode) : EROFS;
     SH_LOC(l);
     SH_SCRATCH(t);
     /* a read-only open of a file or directory in a mount: the child opens what the shim opened here */
-    int ro = (oflag & O_ACCMODE) == O_RDONLY && !(oflag & (O_CREAT | O_TRUNC));
-    if (ro && in_mount(path, &l) && real_of(&l, oflag, t->a, SH_SCR) == 0)
+    struct stat st;
+    int k = ro ? sh_classify(d, path, &l) : L_NONE;
+    if ((k == L_NONE || (k == L_ANC && sh_r.lstat(l.path, &st) == 0)) && l.kpath && strlen(l.kpath) < SH_SCR)
+        path = memcpy(t->b, l.kpath, strlen(l.kpath) + 1); /* a ".." out of an ancestor: where the kernel goes */
+    else if (ro && in_view_at(d, path, &l) && real_of(&l, oflag, t->a, SH_SCR) == 0)
         path = t->a;
     /* a write into a mount (or, from a cwd there, into the cache's copy of it): refused now with the mount's
      * EROFS, since the child's open would create or truncate in the cache or fail with ENOENT */
-    struct stat st;
-    if (!ro && ((sh_classify(AT_FDCWD, path, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
-                sh_wguard(AT_FDCWD, path, SH_W_OPEN, oflag)))
+    int gd = d;
+    const char *gp = path;
+    if (!ro && fa_dir(fa) != AT_FDCWD && (gp = proc_cwd(path))) /* the child's cwd, not this process's */
+        gd = fa_dir(fa);
+    else
+        gp = path;
+    if (!ro && (gd == -1 || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
+                sh_wguard_slow(gd, gp, SH_W_OPEN, oflag)))
         return EROFS;
     errno = e;
     return real(fa, fd, path, oflag, mode);
+}
+
+/* The child's chdir: a directory in a mount (or a synthesized ancestor) becomes the real directory the shim's
+ * chdir would go to (its skeleton in the cache), so that the child starts in the mount; the directory is kept
+ * (fa_keep) for the guard of the file actions added after it. */
+SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *fa, const char *path)
+{
+    int (*real)(posix_spawn_file_actions_t *, const char *) =
+        REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *));
+    LAUNDER(path);
+    if (!path || !sh_nmounts || sh_in_vfork())
+        return real(fa, path);
+    int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
+    SH_LOC(l);
+    SH_SCRATCH(t);
+    const char *to = path;
+    if (d != -1 && sh_classify(d, path, &l) != L_NONE && real_of(&l, O_RDONLY | O_DIRECTORY, t->a, SH_SCR) == 0)
+        to = t->a;
+    int rc = real(fa, to);
+    if (rc == 0 && d != -1) /* (-1: the directory before is unknown already, and so is this one) */
+        fa_keep(fa, sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC));
+    errno = e;
+    return rc;
+}
+
+SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *fa, int dfd)
+{
+    int (*real)(posix_spawn_file_actions_t *, int) =
+        REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
+    int rc = real(fa, dfd);
+    if (rc == 0 && sh_nmounts && !sh_in_vfork()) {
+        int e = errno;
+        fa_keep(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        errno = e;
+    }
+    return rc;
+}
+
+SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
+{
+    LAUNDER(fa);
+    if (fa && sh_nmounts && !sh_in_vfork())
+        fa_forget(fa);
+    return REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(fa);
 }

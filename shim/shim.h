@@ -325,6 +325,12 @@ enum { SH_W_PARENT = 0, SH_W_CREATE = 1, SH_W_FOLLOW = 2, SH_W_NOFOLLOW = 3, SH_
  * (CACHE/blobs, a blob), or a real directory at a mount's path: the caller then fails with EROFS (EXDEV for a
  * link's source). Without /proc, decided by the objects' identities (wguard.c). The spelling does not matter (/proc/self/fd/N, a cwd or dirfd there, symlinks). errno kept. */
 int sh_wguard_slow(int dirfd, const char *path, int how, int oflags);
+/* sh_wguard_slow deciding on the descriptor the call will use (issue 33 item 5: a symlink flipped between the
+ * check and a call on the path could land the call in the cache): when it answers 0 for a call on an entry of a
+ * directory (SH_W_PARENT, SH_W_CREATE, SH_W_OPEN; not a last ".", ".." or a followed dangling symlink), *pfd is the
+ * O_PATH descriptor of the directory it checked and *pbase the last component of path (a pointer into it): the
+ * caller runs the *at call on them and closes *pfd. Otherwise *pfd is -1 and the call runs on the path. */
+int sh_wguard_at(int dirfd, const char *path, int how, int oflags, int *pfd, const char **pbase);
 /* 1 when fd is open on such a directory, or on something in one (fchmod, fchown, futimens, fsetxattr), or on a
  * blob. */
 int sh_wguard_fd_slow(int fd);
@@ -359,6 +365,10 @@ void sh_cache_from_env(void);
  * when it is not usable or a fallback is used); -EIO otherwise, and in a vfork child that finds it undecided. */
 int sh_cache_ready(void);
 void sh_cache_after_fork(void);
+/* For a vfork child, which may not decide the cache (sh_cache_ready: -EIO there): 0 when the cache is decided, or
+ * undecided but its directory exists and passes check_dir's rules as it is (nothing created, written or logged:
+ * the child only reads it, a chdir into a skeleton the index writer made); -EIO otherwise. */
+int sh_cache_peek(void);
 /* 1 when fd (a blob, an index) may be read: a regular file, not writable by others, owned by the user or root,
  * or in a shared cache carrying the cache's group (OpenSSH StrictModes' idea). 0 and one log line otherwise. */
 int sh_trusted_file(int fd, const char *what);

@@ -150,7 +150,9 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
  * followed to a directory of the member's. Created when missing, outside vfork children. fd, or -errno. */
 static int skel_open(const char *real)
 {
-    if (sh_cache_ready() < 0)   /* the cache's group decides which directories are trusted */
+    /* the cache's group decides which directories are trusted; a vfork child (subprocess cwd=, before the parent
+     * touched a mount) reads an undecided cache as it is, deciding nothing (issue 33 item 2) */
+    if ((sh_in_vfork() ? sh_cache_peek() : sh_cache_ready()) < 0)
         return -EIO;
     int fd = sh_cache_open(real, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0 && errno == ENOENT && !sh_in_vfork()) {

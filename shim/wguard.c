@@ -171,6 +171,14 @@ static void memo_add(int fd, const struct stat *st)
  * t->b/t->c the real paths, t->d a symlink's target). */
 int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
 {
+    return sh_wguard_at(dirfd, path, how, oflags, NULL, NULL);
+}
+
+/* See shim.h. */
+int sh_wguard_at(int dirfd, const char *path, int how, int oflags, int *pfd, const char **pbase)
+{
+    if (pfd)
+        *pfd = -1;
     if (!path)
         return 0;
     int e = errno, hit = 0;
@@ -203,7 +211,9 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
         /* a directory this thread found unguarded lately, when nothing but the directory matters: one fstatat */
         struct stat ds;
         int link = how == SH_W_OPEN && !(oflags & O_NOFOLLOW) && (oflags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
-        int memo = !whole && held < 0 && (!link || path[strlen(path) - 1] != '/') &&
+        /* the caller's call will run on the directory checked here (issue 33 item 5): no look by path first */
+        int pin = pfd && !whole && held < 0;
+        int memo = !pin && !whole && held < 0 && (!link || path[strlen(path) - 1] != '/') &&
                    sh_r.fstatat(dirfd, dir, &ds, 0) == 0;
         if (memo && memo_has(&ds)) {
             /* the entry's own symlink, if it is one, is still to be followed (fopen: no O_NOFOLLOW to add) */
@@ -215,7 +225,13 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
         int fd = sh_r.openat(held >= 0 ? held : dirfd, dir, fl);
         if (fd < 0)
             break;
-        hit = fd_in_skel(fd, t);
+        if (pin && sh_r.fstat(fd, &ds) == 0) {
+            /* the descriptor's identity: one this thread found unguarded lately needs no readlink */
+            hit = memo_has(&ds) ? 0 : fd_in_skel(fd, t);
+            memo = !hit;
+        } else {
+            hit = fd_in_skel(fd, t);
+        }
         if (!hit && memo)
             memo_add(fd, &ds);
         if (hit && !whole && strlen(base) > NAME_MAX)
@@ -239,7 +255,14 @@ int sh_wguard_slow(int dirfd, const char *path, int how, int oflags)
                 continue;
             }
         }
-        sh_r.close(fd);
+        if (pin && !hit) {
+            /* the directory checked, and the last component as the caller spelled it (trailing '/'s kept: the
+             * kernel's answer to "name/" is the call's own) */
+            *pfd = fd;
+            *pbase = path + (slash ? (size_t)(slash + 1 - t->a) : 0);
+        } else {
+            sh_r.close(fd);
+        }
         break;
     }
     if (held >= 0)

@@ -171,6 +171,42 @@ static __attribute__((noinline)) int open_slow(int dirfd, const char *path, int 
  * directory lacks a synthesized ancestor (ENOENT, ENOTDIR) or is read-only where the kernel would find one (EROFS) */
 #define KWALK_ERR(e) ((e) == ENOENT || (e) == ENOTDIR || (e) == EROFS)
 
+/* The real open of path from dirfd, or of base from pfd when the guard handed its checked directory back
+ * (sh_wguard_at; closed here, errno kept): the open lands where the guard looked, whatever a symlink on the way
+ * says by now. */
+static __attribute__((noinline)) int open_on(int dirfd, const char *path, int pfd, const char *base, int flags, mode_t mode)
+{
+    if (pfd < 0)
+        return dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
+                                 : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
+    int fd = REAL(openat64, openat_fn)(pfd, base, flags, mode), e = errno;
+    sh_r.close(pfd);
+    errno = e;
+    return fd;
+}
+
+/* open_w's real open outside the mounts, guarded (out of line: the guard's descriptor is not in open_w's frame
+ * while kopen_err walks, the 2 KiB budget): the descriptor, -1 and the real errno, or -2 (errno EROFS) */
+static __attribute__((noinline)) int open_w_out(int dirfd, const char *path, int flags, int nf, mode_t mode, int e)
+{
+    int pfd = -1, fd;
+    const char *pb = NULL;
+    if (sh_wguard_at(dirfd, path, SH_W_OPEN, flags | nf, &pfd, &pb)) {
+        errno = EROFS;
+        return -2;
+    }
+    fd = open_on(dirfd, path, pfd, pb, flags | nf, mode);
+    if (fd < 0 && nf && errno == ELOOP) {
+        if (sh_wguard_at(dirfd, path, SH_W_OPEN, flags, &pfd, &pb)) {
+            errno = EROFS;
+            return -2;
+        }
+        errno = e;
+        fd = open_on(dirfd, path, pfd, pb, flags, mode);
+    }
+    return fd;
+}
+
 /* A write-open while the write guard is on (sh_wguard_on). Outside the mounts the real call gets O_NOFOLLOW added,
  * so that the guard need not look at the last component: a symlink there (a /proc/self/fd/N magic link included)
  * gives ELOOP, and then the guard follows it and the real call runs as asked. */
@@ -196,10 +232,6 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
     int nf = out && !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL) ? O_NOFOLLOW : 0;
     /* a mount's path (or an ancestor's) is opened by sh_open on its logical path, which never writes: the
      * kernel's answers there; the guard would look in the skeleton (directories only: "M/file" O_CREAT: EROFS) */
-    if (out && sh_wguard_slow(dirfd, path, SH_W_OPEN, flags | nf)) {
-        errno = EROFS;
-        return -1;
-    }
     int fd, ae;
     if (!out) {
         /* a mount's path or a synthesized ancestor's: the kernel's answer on a read-only tree (kopen_err), then
@@ -216,17 +248,8 @@ static __attribute__((noinline)) int open_w(int dirfd, const char *path, int fla
             errno = kopen_err(dirfd, p0, flags) ?: ae;
         return fd;
     }
-    fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags | nf, mode)
-                               : REAL(openat64, openat_fn)(dirfd, path, flags | nf, mode);
-    if (fd < 0 && nf && errno == ELOOP) {
-        if (sh_wguard_slow(dirfd, path, SH_W_OPEN, flags)) {
-            errno = EROFS;
-            return -1;
-        }
-        errno = e;
-        fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
-                               : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
-    }
+    if ((fd = open_w_out(dirfd, path, flags, nf, mode, e)) == -2)
+        return -1; /* EROFS */
     if (fd >= 0) {
         sh_fd_forget(fd);
         return fd;
@@ -1230,6 +1253,41 @@ static int ro_dots(int d, const char *p, int kind)
              (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, p0_, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))  \
                                   : GUARDED(DIRFD, P, HOW, OFL, REALEXPR));                                 \
     } while (0)
+/* RO1K for a removal (SH_W_PARENT) whose real call is an *at call on DIRFD and P (lvalues): run on the directory
+ * the guard checked (sh_wguard_at), as GUARDED_CP does for a create */
+#define GUARDED_P(DIRFD, P, REALEXPR)                                                                       \
+    ({                                                                                                      \
+        int pfd_ = -1, r_;                                                                                  \
+        const char *pb_ = NULL;                                                                             \
+        if (sh_wguard_on && sh_wguard_at((DIRFD), (P), SH_W_PARENT, 0, &pfd_, &pb_)) {                      \
+            errno = EROFS;                                                                                  \
+            r_ = -1;                                                                                        \
+        } else if (pfd_ < 0) {                                                                              \
+            r_ = (REALEXPR);                                                                                \
+        } else {                                                                                            \
+            int sd_ = (DIRFD);                                                                              \
+            const char *sp_ = (P);                                                                          \
+            (DIRFD) = pfd_;                                                                                 \
+            (P) = pb_;                                                                                      \
+            r_ = (REALEXPR);                                                                                \
+            int re_ = errno;                                                                                \
+            (DIRFD) = sd_;                                                                                  \
+            (P) = sp_;                                                                                      \
+            sh_r.close(pfd_);                                                                               \
+            errno = re_;                                                                                    \
+        }                                                                                                   \
+        r_;                                                                                                 \
+    })
+#define RO1KP(DIRFD, P, KIND, REALEXPR)                                                                     \
+    do {                                                                                                    \
+        const char *p0_ = (P);                                                                              \
+        int de_ = ro_dots(DIRFD, P, KIND);                                                                  \
+        if (de_) {                                                                                          \
+            errno = de_;                                                                                    \
+            return -1;                                                                                      \
+        }                                                                                                   \
+        RO1_(DIRFD, P, SH_W_PARENT, KIND, ro_parent_real(DIRFD, p0_, KIND, GUARDED_P(DIRFD, P, REALEXPR))); \
+    } while (0)
 #define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
     WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
         if (anc_real(&l_)) {                                                                                \
@@ -1384,6 +1442,32 @@ static int create_real(int d, const char *p0, int kind, int rv)
  * EEXIST...), else EROFS */
 #define GUARDED_C(DIRFD, P, P0, KIND, REALEXPR)                                                             \
     (sh_wguard((DIRFD), (P), SH_W_CREATE, 0) ? (errno = kcreate_err((DIRFD), (P0), (KIND), 1), -1) : (REALEXPR))
+/* GUARDED_C deciding on the descriptor (sh_wguard_at): REALEXPR runs with DIRFD and P (lvalues it is written
+ * with) repointed at the directory the guard checked and the last component, so that a symlink flipped between
+ * the check and the call cannot move the create into the cache (issue 33 item 5) */
+#define GUARDED_CP(DIRFD, P, P0, KIND, REALEXPR)                                                            \
+    ({                                                                                                      \
+        int pfd_ = -1, r_;                                                                                  \
+        const char *pb_ = NULL;                                                                             \
+        if (sh_wguard_on && sh_wguard_at((DIRFD), (P), SH_W_CREATE, 0, &pfd_, &pb_)) {                      \
+            errno = kcreate_err((DIRFD), (P0), (KIND), 1);                                                  \
+            r_ = -1;                                                                                        \
+        } else if (pfd_ < 0) {                                                                              \
+            r_ = (REALEXPR);                                                                                \
+        } else {                                                                                            \
+            int sd_ = (DIRFD);                                                                              \
+            const char *sp_ = (P);                                                                          \
+            (DIRFD) = pfd_;                                                                                 \
+            (P) = pb_;                                                                                      \
+            r_ = (REALEXPR);                                                                                \
+            int re_ = errno;                                                                                \
+            (DIRFD) = sd_;                                                                                  \
+            (P) = sp_;                                                                                      \
+            sh_r.close(pfd_);                                                                               \
+            errno = re_;                                                                                    \
+        }                                                                                                   \
+        r_;                                                                                                 \
+    })
 /* (the caller's spelling p0_ is the kernel's walk: P may become the kpath of a ".." through an ancestor, which
  * drops a last "." that the kernel resolves: "missing/." is ENOENT) */
 #define RO_CREATE_K(DIRFD, P, KIND, REALEXPR)                                                               \
@@ -1398,16 +1482,42 @@ static int create_real(int d, const char *p0, int kind, int rv)
         });                                                                                                 \
     } while (0)
 
-SH_EXPORT int mkdir(const char *p, mode_t m) { RO_CREATE_K(AT_FDCWD, p, SH_C_DIR, REAL(mkdir, int (*)(const char *, mode_t))(p, m)); }
+/* RO_CREATE_K whose real call is an *at call on DIRFD and P (lvalues): run on the descriptor the guard checked */
+#define RO_CREATE_KP(DIRFD, P, KIND, REALEXPR)                                                              \
+    do {                                                                                                    \
+        const char *p0_ = (P);                                                                              \
+        WITH_LOC(DIRFD, P, create_real(DIRFD, p0_, KIND, GUARDED_CP(DIRFD, P, p0_, KIND, REALEXPR)), rv_ < 0, { \
+            if (anc_real(&l_))                                                                              \
+                return GUARDED_CP(DIRFD, P, p0_, KIND, REALEXPR);                                           \
+            (void)e_;                                                                                       \
+            errno = kcreate_err(DIRFD, p0_, KIND, 1);                                                       \
+            return -1;                                                                                      \
+        });                                                                                                 \
+    } while (0)
+#define RO_CREATE_P(DIRFD, P, REALEXPR) RO_CREATE_KP(DIRFD, P, SH_C_NODE, REALEXPR)
+
+SH_EXPORT int mkdir(const char *p, mode_t m)
+{
+    int d = AT_FDCWD;
+    RO_CREATE_KP(d, p, SH_C_DIR, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
+}
 SH_EXPORT int mkdirat(int d, const char *p, mode_t m)
 {
-    RO_CREATE_K(d, p, SH_C_DIR, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
+    RO_CREATE_KP(d, p, SH_C_DIR, REAL(mkdirat, int (*)(int, const char *, mode_t))(d, p, m));
 }
-SH_EXPORT int rmdir(const char *p) { RO1K(AT_FDCWD, p, SH_W_PARENT, 0, RO_RMDIR, REAL(rmdir, int (*)(const char *))(p)); }
-SH_EXPORT int unlink(const char *p) { RO1K(AT_FDCWD, p, SH_W_PARENT, 0, RO_UNLINK, REAL(unlink, int (*)(const char *))(p)); }
+SH_EXPORT int rmdir(const char *p)
+{
+    int d = AT_FDCWD;
+    RO1KP(d, p, RO_RMDIR, REAL(unlinkat, int (*)(int, const char *, int))(d, p, AT_REMOVEDIR));
+}
+SH_EXPORT int unlink(const char *p)
+{
+    int d = AT_FDCWD;
+    RO1KP(d, p, RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, 0));
+}
 SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
-    RO1K(d, p, SH_W_PARENT, 0, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
+    RO1KP(d, p, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
 SH_EXPORT int rename(const char *a, const char *b)
 {
@@ -1431,11 +1541,12 @@ SH_EXPORT int linkat(int da, const char *a, int db, const char *b, int f)
 }
 SH_EXPORT int symlink(const char *t, const char *p)
 {
-    RO_CREATE(AT_FDCWD, p, REAL(symlink, int (*)(const char *, const char *))(t, p));
+    int d = AT_FDCWD;
+    RO_CREATE_P(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
 }
 SH_EXPORT int symlinkat(const char *t, int d, const char *p)
 {
-    RO_CREATE(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
+    RO_CREATE_P(d, p, REAL(symlinkat, int (*)(const char *, int, const char *))(t, d, p));
 }
 SH_EXPORT int truncate(const char *p, off_t n) { RO1K(AT_FDCWD, p, SH_W_FOLLOW, 0, RO_TRUNC, REAL(truncate, int (*)(const char *, off_t))(p, n)); }
 SH_EXPORT int truncate64(const char *p, off64_t n)
@@ -1484,26 +1595,32 @@ SH_EXPORT int utime(const char *p, const struct utimbuf *t)
 }
 SH_EXPORT int mknod(const char *p, mode_t m, dev_t dv)
 {
-    RO_CREATE(AT_FDCWD, p, REAL(mknod, int (*)(const char *, mode_t, dev_t))(p, m, dv));
+    int d = AT_FDCWD;
+    RO_CREATE_P(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
 }
 SH_EXPORT int mknodat(int d, const char *p, mode_t m, dev_t dv)
 {
-    RO_CREATE(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
+    RO_CREATE_P(d, p, REAL(mknodat, int (*)(int, const char *, mode_t, dev_t))(d, p, m, dv));
 }
 SH_EXPORT int __xmknod(int v, const char *p, mode_t m, dev_t *dv)
 {
-    RO_CREATE(AT_FDCWD, p, REAL(__xmknod, int (*)(int, const char *, mode_t, dev_t *))(v, p, m, dv));
+    int d = AT_FDCWD;
+    RO_CREATE_P(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
 }
 SH_EXPORT int __xmknodat(int v, int d, const char *p, mode_t m, dev_t *dv)
 {
-    RO_CREATE(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
+    RO_CREATE_P(d, p, REAL(__xmknodat, int (*)(int, int, const char *, mode_t, dev_t *))(v, d, p, m, dv));
 }
 /* glibc's mkfifo, mkstemp and mkdtemp, and the kernel's bind of a unix socket, create through internal calls
  * the shim does not see: each is guarded here as a create of its path. */
-SH_EXPORT int mkfifo(const char *p, mode_t m) { RO_CREATE(AT_FDCWD, p, REAL(mkfifo, int (*)(const char *, mode_t))(p, m)); }
+SH_EXPORT int mkfifo(const char *p, mode_t m)
+{
+    int d = AT_FDCWD;
+    RO_CREATE_P(d, p, REAL(mkfifoat, int (*)(int, const char *, mode_t))(d, p, m));
+}
 SH_EXPORT int mkfifoat(int d, const char *p, mode_t m)
 {
-    RO_CREATE(d, p, REAL(mkfifoat, int (*)(int, const char *, mode_t))(d, p, m));
+    RO_CREATE_P(d, p, REAL(mkfifoat, int (*)(int, const char *, mode_t))(d, p, m));
 }
 
 /* mkstemp's template: 1 when it is one glibc accepts (six X before a suffix of sl bytes); otherwise the real call

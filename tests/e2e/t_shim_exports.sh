@@ -20,7 +20,8 @@ mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2 link linkat symlin
 chmod fchmodat chown lchown fchownat utimensat utimes mknod mknodat setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
 mkfifo mkfifoat mkstemp mkstemp64 mkostemp mkostemp64 mkstemps mkstemps64 mkostemps mkostemps64 mkdtemp bind
 fts_open fts_read fts_children fts_set fts_close fts64_open fts64_read fts64_children fts64_set fts64_close
-dlopen posix_spawn_file_actions_addopen"
+dlopen posix_spawn_file_actions_addopen posix_spawn_file_actions_addchdir_np posix_spawn_file_actions_addfchdir_np
+posix_spawn_file_actions_destroy"
 exported=$(nm -D --defined-only "$HFS3_SHIM" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 want=$(tr ' ' '\n' <<<"$LIST" | grep . | sort -u)
 missing=$(comm -23 <(echo "$want") <(echo "$exported") | grep . | tr '\n' ' ')

@@ -7,7 +7,9 @@
  * drawn: stat/lstat/fstatat/statx/__xstat, access/faccessat, readlink(at), realpath, open(at) in read modes with
  * a read of the file, fopen, opendir/readdir, scandir(at), fdopendir, chdir/fchdir/getcwd, xattrs, statfs/statvfs,
  * fstat/fstatat(AT_EMPTY_PATH) of the descriptors it holds, dup, and the write calls (mkdir, rmdir, unlink,
- * rename, link, symlink, chmod, chown, utimes, truncate, mknod, xattrs, open/fopen for writing, fchmod). Paths
+ * rename, link, symlink, chmod, chown, utimes, truncate, mknod, xattrs, open/fopen for writing, fchmod), and
+ * beside some of them the same path as a posix_spawn file action (a read open, a write open) and, from a held
+ * descriptor N, as /proc/self/fd/N/PATH (mkdir, a write open), ok or err only (issue 33). Paths
  * are made of the trees' names, "." and "..", missing and 256-byte names, empty components, absolute or relative
  * to the cwd or to a held directory descriptor (a call that takes none: to the cwd), and now and then padded with
  * "./" past PATH_MAX. A write line says its errno, the kernel's on a read-only tree: it resolves the path first
@@ -29,7 +31,11 @@
 #include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/xattr.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static uint64_t rs;
 static unsigned rnd(unsigned n)
@@ -210,6 +216,26 @@ static void w_line(const char *op, const char *p, long r)
         printf("W %s %s -> err\n", op, p);
 }
 
+/* A posix_spawn of /bin/true whose file action opens path with oflag as descriptor 3 (the child's open, or the shim's
+ * refusal when the action is added): ok or err (the errno of an action refused when added is the shim's EROFS,
+ * where the kernel's child walks the path first). */
+static void spawn_line(const char *op, const char *w, const char *path, int oflag)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    int rc = posix_spawn_file_actions_addopen(&fa, 3, path, oflag, 0644);
+    if (!rc) {
+        pid_t pid;
+        char *argv[] = {"/bin/true", NULL};
+        rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        int st;
+        if (!rc && (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)))
+            rc = -1;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    printf("%s %s -> %s\n", op, w, rc ? "err" : "ok");
+}
+
 /* the descriptor's type and, for a file, its first bytes' sum */
 static void fd_line(const char *op, const char *p, int fd)
 {
@@ -348,7 +374,8 @@ static void one(int i)
         }
         break;
     }
-    case 13: fd = open(p, O_RDONLY); fd_line("open", w, fd); if (fd >= 0) close(fd); break;
+    case 13: fd = open(p, O_RDONLY); fd_line("open", w, fd); if (fd >= 0) close(fd);
+        spawn_line("spawn-open", w, p, O_RDONLY); break;
     case 14: { FILE *f = fopen(p, "r");
         if (!f) { r_line("fopen-r", w, -1); break; }
         int c = fgetc(f); printf("fopen-r %s -> ok %d\n", w, c); fclose(f); break; }
@@ -395,7 +422,12 @@ static void one(int i)
         break;
     }
     /* writes */
-    case 28: w_line("mkdirat", w, mkdirat(d, p, 0755)); break;
+    case 28: w_line("mkdirat", w, mkdirat(d, p, 0755));
+        if (d != AT_FDCWD && strlen(p) < sizeof q - 40) {
+            snprintf(q, sizeof q, "/proc/self/fd/%d/%s", d, p);
+            printf("W mkdir-proc %s -> %s\n", w, mkdir(q, 0755) == 0 ? "ok" : "err");
+        }
+        break;
     case 29: w_line("rmdir", w, rmdir(p)); break;
     case 30: w_line("unlinkat", w, unlinkat(d, p, rnd(2) ? AT_REMOVEDIR : 0)); break;
     case 31: gen(q, sizeof q, &d2);
@@ -420,6 +452,21 @@ static void one(int i)
         fd = openat(d, p, fl, 0644);
         printf("[%x] ", fl); w_line("openat-w", w, fd);
         if (fd >= 0) close(fd);
+        /* the same write as a spawn's file action, and from a held descriptor as /proc/self/fd/N/PATH (issue 33):
+         * a writing open fails on both read-only trees, so ok or err is compared (an O_CREAT|O_RDONLY of a file
+         * opens it, which the shim's /proc/self/fd spelling of a mount's directory does not: left out) */
+        if (fl != (O_CREAT | O_RDONLY)) {
+            char *sp = p;
+            if (d != AT_FDCWD && strlen(p) < sizeof q - 40)
+                snprintf(q, sizeof q, "/proc/self/fd/%d/%s", d, p), sp = q;
+            printf("[%x] ", fl);
+            spawn_line("W spawn-open", w, sp, fl);
+            if (d != AT_FDCWD) {
+                fd = open(sp, fl, 0644);
+                printf("[%x] W open-proc %s -> %s\n", fl, w, fd >= 0 ? "ok" : "err");
+                if (fd >= 0) close(fd);
+            }
+        }
         break;
     }
     case 42: { static const char *m[] = {"w", "a", "r+", "w+"}; const char *mm = m[rnd(4)];

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# t_shim_spawn.sh - children and their file actions (issue 33 items 1 and 2), with tests/tools/spawnw and python3:
+#   1. a posix_spawn file action that would write goes through the write guard, whatever its spelling: an addopen
+#      of /proc/self/fd/N, /dev/fd/N or /proc/PID/fd/N (N a read-only descriptor of a file in a mount: the shared
+#      blob), of a symlink to a blob, of /proc/self/cwd/x or a relative name from a cwd in a mount, or after an
+#      addchdir_np / addfchdir_np into a mount: EROFS when it is added; reads and writes elsewhere still work, and
+#      an addchdir_np into a mount starts the child there. Spellings whose first component no mount shares
+#      (/proc, /dev) and one whose first component a mount shares ($WORK/w/...). Nothing in the cache changes.
+#   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
+#      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
+#      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
+set -u
+source "$HFS3_ROOT/tests/e2e/shim_common.sh"
+shim_setup || exit 1
+cd "$WORK"
+T=$HFS3_ROOT/$BUILD/tools
+# the blobs and the mounts' skeletons (what a write through a file action would change; the shim's own fails/,
+# locks/, tmp/ aside)
+cache_state() { (cd "$HFS3_CACHE_DIR" && find blobs mounts ! -name lock -printf '%p %m %n %s\n' | sort &&
+  find blobs mounts -type f ! -name lock -exec sha256sum {} + | sort); }
+cache_state >state.before
+before=$(sha256sum <state.before)
+mkdir w
+BLOB=$(ls "$HFS3_CACHE_DIR/blobs" | head -1)
+ln -s "$HFS3_CACHE_DIR/blobs/$BLOB" w/blob
+
+# 1. the file actions
+shim "$T/spawnw" guard "$M/flat" "$WORK/w" >guard.out 2>&1
+cat guard.out
+cat >guard.want <<EOF
+addopen /proc/self/fd/N O_WRONLY|O_TRUNC: EROFS
+addopen /proc/self/fd/N O_RDWR: EROFS
+addopen /dev/fd/N O_WRONLY|O_APPEND: EROFS
+addopen /proc/PID/fd/N O_WRONLY: EROFS
+addopen /proc/self/fd/N O_RDONLY: ok
+addopen /dev/null O_WRONLY: ok
+addopen W/blob (a symlink to a blob) O_WRONLY: EROFS
+addopen W/new.txt O_WRONLY|O_CREAT: ok
+cwd M/dir: addopen /proc/self/cwd/x O_CREAT: EROFS
+cwd M/dir: addopen x O_CREAT: EROFS
+cwd M/dir: addopen deeper/c.txt O_RDONLY: ok
+addchdir_np M/dir, addopen x O_CREAT: EROFS
+addchdir_np M/dir, addopen /proc/self/cwd/x O_CREAT: EROFS
+addchdir_np M/dir, addopen deeper/c.txt O_RDONLY: ok
+addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
+addchdir_np W, addopen made.txt O_CREAT: ok
+$M/flat/dir
+addchdir_np M/dir, pwd: ok 0
+addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (61 of 61 still open)
+EOF
+shim_check "spawn file actions: every write refused (EROFS), reads and writes elsewhere work" diff guard.want guard.out
+shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt
+# python3's os.posix_spawn: the same addopen, the shape the issue saw (the child truncates stdout = the blob)
+r=$(shim python3 - "$M/flat" <<'PY' 2>&1
+import os, sys
+fd = os.open(sys.argv[1] + "/a.txt", os.O_RDONLY)
+out = []
+for p, fl in (("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_TRUNC), ("/proc/self/cwd/x", os.O_WRONLY | os.O_CREAT)):
+    if p.startswith("/proc/self/cwd"):
+        os.chdir(sys.argv[1] + "/dir")
+    try:
+        pid = os.posix_spawn("/bin/sh", ["sh", "-c", "echo overwritten"], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_OPEN, 1, p, fl, 0o644)])
+        os.waitpid(pid, 0)
+        out.append("taken")
+    except OSError as e:
+        out.append(os.strerror(e.errno))
+print(" / ".join(out))
+PY
+)
+shim_check "python3 os.posix_spawn: /proc/self/fd/N O_TRUNC and /proc/self/cwd/x O_CREAT refused ($r)" \
+  test "$r" = "Read-only file system / Read-only file system"
+shim_check "  a.txt still reads as its source" cmp -s "$WORK/fx/src/flat/a.txt" <(shim cat "$M/flat/a.txt")
+after=$(cache_state | sha256sum)
+[ "$after" = "$before" ] || cache_state | diff state.before -
+shim_check "the cache did not change (blobs, skeletons)" test "$after" = "$before"
+
+# 2. a child started in a mount, from / (outside every mount, no ancestor of one), the parent touching nothing first
+want="$M/flat/dir"
+r=$(cd / && shim python3 -c '
+import subprocess, sys
+r = subprocess.run(["pwd"], cwd=sys.argv[1], capture_output=True, text=True)
+print(r.returncode, r.stdout.strip())
+r = subprocess.run(["cat", "deeper/c.txt"], cwd=sys.argv[1], capture_output=True, text=True)
+print(r.returncode, r.stdout.strip())' "$want" 2>&1)
+shim_check "python3 subprocess.run(cwd=M/flat/dir) from /: pwd and a relative cat ($(echo $r))" \
+  test "$r" = "0 $want
+0 c"
+r=$(cd / && shim "$T/spawnw" cwd "$want" 2>&1)
+shim_check "a C program from /: posix_spawn addchdir_np, fork + chdir + exec, vfork + chdir + exec ($(echo $r))" \
+  test "$r" = "posix_spawn addchdir_np: $want
+fork + chdir + exec: $want
+vfork + chdir + exec: $want"
+shim_check "the cache did not change" test "$(cache_state | sha256sum)" = "$before"
+exit $((SHIM_FAILS > 0))

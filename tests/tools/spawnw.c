@@ -1,0 +1,170 @@
+/* spawnw.c - posix_spawn file actions and children started in a mount, run under the shim (issue 33 items 1 and 2;
+ * t_shim_dlspawn.sh). One line per case, "NAME: ANSWER", the answer an errno name or "ok" (and what the child
+ * printed). Usage:
+ *   spawnw guard M W       M: a mount's directory holding a.txt and dir/ (the flat fixture); W: a writable directory
+ *                          outside the mounts whose first component a mount shares, holding blob -> a cached blob
+ *   spawnw cwd M/dir       from a cwd outside every mount, before any call touches a mount: a child started in
+ *                          M/dir by posix_spawn's addchdir_np, by fork + chdir + exec and by vfork + chdir + exec
+ *                          runs `pwd` there */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *ename(int e)
+{
+    const char *n = e ? strerrorname_np(e) : "ok";
+    return n ? n : "E?";
+}
+
+/* posix_spawn of argv with fa; its exit status, or the error that kept it from starting */
+static int run(posix_spawn_file_actions_t *fa, char **argv, int *status)
+{
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], fa, NULL, argv, environ);
+    if (rc)
+        return rc;
+    waitpid(pid, status, 0);
+    return 0;
+}
+
+/* one file action added after an optional chdir (path) or fchdir (fd >= 0): the error adding it gave, or running it
+ * with /bin/true */
+static void one(const char *name, const char *chdir_to, int fchdir_fd, int tfd, const char *path, int oflag)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    int rc = 0, st = 0;
+    if (chdir_to)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, chdir_to);
+    if (!rc && fchdir_fd >= 0)
+        rc = posix_spawn_file_actions_addfchdir_np(&fa, fchdir_fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, tfd, path, oflag, 0644);
+    char *argv[] = {"/bin/true", NULL};
+    if (!rc)
+        rc = run(&fa, argv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("%s: %s%s\n", name, ename(rc), !rc && st ? " (the child failed)" : "");
+}
+
+static int guard(const char *m, const char *w)
+{
+    char p[4096], q[4096], dir[4096];
+    snprintf(dir, sizeof dir, "%s/dir", m);
+    snprintf(p, sizeof p, "%s/a.txt", m);
+    int n = open(p, O_RDONLY);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (n < 0 || dfd < 0) {
+        perror(p);
+        return 2;
+    }
+    /* spellings no mount shares the first component of */
+    snprintf(q, sizeof q, "/proc/self/fd/%d", n);
+    one("addopen /proc/self/fd/N O_WRONLY|O_TRUNC", NULL, -1, 1, q, O_WRONLY | O_TRUNC);
+    one("addopen /proc/self/fd/N O_RDWR", NULL, -1, 5, q, O_RDWR);
+    snprintf(q, sizeof q, "/dev/fd/%d", n);
+    one("addopen /dev/fd/N O_WRONLY|O_APPEND", NULL, -1, 5, q, O_WRONLY | O_APPEND);
+    snprintf(q, sizeof q, "/proc/%d/fd/%d", (int)getpid(), n);
+    one("addopen /proc/PID/fd/N O_WRONLY", NULL, -1, 5, q, O_WRONLY);
+    one("addopen /proc/self/fd/N O_RDONLY", NULL, -1, 5, q, O_RDONLY);
+    one("addopen /dev/null O_WRONLY", NULL, -1, 5, "/dev/null", O_WRONLY);
+    /* a spelling whose first component a mount shares: a symlink to a blob, a new file beside it */
+    snprintf(q, sizeof q, "%s/blob", w);
+    one("addopen W/blob (a symlink to a blob) O_WRONLY", NULL, -1, 5, q, O_WRONLY);
+    snprintf(q, sizeof q, "%s/new.txt", w);
+    one("addopen W/new.txt O_WRONLY|O_CREAT", NULL, -1, 5, q, O_WRONLY | O_CREAT);
+    /* from a cwd in a mount: /proc/self/cwd/x is the cache's copy of it */
+    if (chdir(dir) < 0) {
+        perror(dir);
+        return 2;
+    }
+    one("cwd M/dir: addopen /proc/self/cwd/x O_CREAT", NULL, -1, 5, "/proc/self/cwd/x", O_WRONLY | O_CREAT);
+    one("cwd M/dir: addopen x O_CREAT", NULL, -1, 5, "x", O_WRONLY | O_CREAT);
+    one("cwd M/dir: addopen deeper/c.txt O_RDONLY", NULL, -1, 5, "deeper/c.txt", O_RDONLY);
+    if (chdir(w) < 0) {
+        perror(w);
+        return 2;
+    }
+    /* the child's own chdir first: the guard looks from where it will be */
+    one("addchdir_np M/dir, addopen x O_CREAT", dir, -1, 5, "x", O_WRONLY | O_CREAT);
+    one("addchdir_np M/dir, addopen /proc/self/cwd/x O_CREAT", dir, -1, 5, "/proc/self/cwd/x", O_WRONLY | O_CREAT);
+    one("addchdir_np M/dir, addopen deeper/c.txt O_RDONLY", dir, -1, 5, "deeper/c.txt", O_RDONLY);
+    one("addfchdir_np fd of M/dir, addopen x O_CREAT", NULL, dfd, 5, "x", O_WRONLY | O_CREAT);
+    one("addchdir_np W, addopen made.txt O_CREAT", w, -1, 5, "made.txt", O_WRONLY | O_CREAT);
+    /* the child started in the mount sees it (it runs under the shim too) */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    fflush(stdout);
+    char *argv[] = {"/bin/pwd", NULL};
+    int st = 0, rc = run(&fa, argv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("addchdir_np M/dir, pwd: %s %d\n", ename(rc), st);
+    /* the directory kept for the child closed by the program and its number reused: the child's directory is no
+     * longer known, a write is refused */
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    closefrom(3);
+    /* every number from 3 to 63 now names W, the kept one among them */
+    int wfd = open(w, O_RDONLY | O_DIRECTORY), open_after = 0;
+    for (int k = 3; k < 64; k++)
+        if (k != wfd)
+            dup2(wfd, k);
+    rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int k = 3; k < 64; k++)
+        open_after += fcntl(k, F_GETFD) >= 0;
+    printf("addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: %s (%d of 61 still open)\n",
+           ename(rc), open_after);
+    return 0;
+}
+
+/* a child in dir started three ways from a cwd outside the mounts; nothing here touches a mount first */
+static int cwd(const char *dir)
+{
+    char *argv[] = {"/bin/pwd", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    printf("posix_spawn addchdir_np: ");
+    fflush(stdout);
+    int st = 0, rc = run(&fa, argv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc)
+        printf("%s\n", ename(rc));
+    fflush(stdout);
+    for (int v = 0; v < 2; v++) {
+        printf("%s + chdir + exec: ", v ? "vfork" : "fork");
+        fflush(stdout);
+        pid_t pid = v ? vfork() : fork();
+        if (pid == 0) {
+            if (chdir(dir) < 0) {
+                const char *e = strerrorname_np(errno);
+                (void)!write(1, e, strlen(e));
+                (void)!write(1, "\n", 1);
+                _exit(1);
+            }
+            execv(argv[0], argv);
+            _exit(127);
+        }
+        waitpid(pid, &st, 0);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "guard"))
+        return guard(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "cwd"))
+        return cwd(argv[2]);
+    fprintf(stderr, "usage: spawnw guard M W | spawnw cwd DIR\n");
+    return 2;
+}
