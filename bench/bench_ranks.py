@@ -161,7 +161,9 @@ for r in range(rounds):
             except SystemExit as e:
                 if kind == "hfs3":
                     raise
-                res[k]["failures"].append(str(e).strip().splitlines()[-1][-200:])
+                # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
+                lines = str(e).strip().splitlines()
+                res[k]["failures"].append(next((x for x in lines if "rank_go: rank " in x), lines[-1])[-300:])
                 print(f"bench_ranks: {k} failed: {res[k]['failures'][-1]}", file=sys.stderr)
         if got is None:
             for x in ("wall", "cpu", "net", "sent"):
