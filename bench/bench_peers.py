@@ -9,7 +9,13 @@ RGW, a real S3 API: every row). Every row ends with the model's tensors in memor
   - hfs3: that load through the shim from an empty cache (cold) and with everything cached (warm);
   - floors: curl (8 ranged GETs per file to /dev/null: what the server sends, nothing written) and the Python
     interpreter importing torch + safetensors (every Python row pays it before its first byte);
-  - a part: `hfs3-manifest fetch` alone, the cold load's download (sha256 verified, each file flushed).
+  - a part: `hfs3-manifest fetch` alone, the cold load's download (sha256 verified, each file flushed);
+  - issue 31 (HFS3_PEER_ROWS picks groups: base, fuse, tensorizer, s3torch): rclone mount --read-only with
+    --vfs-cache-mode full and off, s3fs with and without -o use_cache (fusemount.py; cold on a fresh mount with an
+    empty cache, warm on the same mount right after), Tensorizer's TensorDeserializer on the model serialized
+    once (tensorizer_load.py; HFS3_PEER_TENSORIZER, its conversion in HFS3_PEER_TENSORIZER_CONVERT), the S3
+    connector for PyTorch then safetensors.torch.load (s3torch_load.py); s3fs and the S3 connector need the S3
+    API: RGW only.
 Cold: each run starts from an empty destination folder or hfs3 cache, after a `sync` (bench_ref.py's
 conventions: the page cache is not dropped, so the server reads from memory in every row). Env: HFS3_BIN,
 HFS3_SHIM, HFS3_ROOT, HFS3_PEER_REMOTE (the hfs3 remote for the same objects), HFS3_PY (the venv's python),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_peers.sh - the peer table (issue 20, docs/performance.md "Compared with"): Run:ai Model Streamer, boto3, awscli and
-# rclone against hfs3, each reading the same shards from the same server in the same interleaved rounds
+# rclone, and (issue 31) rclone mount, s3fs, Tensorizer and the S3 connector for PyTorch against hfs3, each reading the same shards from the same server in the same interleaved rounds
 # (bench_peers.py). Called by bench/run.sh with WORK, HFS3_ROOT, HFS3_BIN, HFS3_SHIM and the Node server of
 # s3env.sh running (its listing is what `build` needs for a model only nginx serves).
 #   BENCH_PEER_GIB=1        model sizes read from nginx (static files: GET, HEAD, Range; "" skips); "1 4" adds
@@ -12,7 +12,8 @@
 #                           for PyTorch); "ranks" runs the eight-rank table alone
 #   BENCH_RANKS_GIB=1       model sizes of the eight-rank table (bench_ranks.py, from nginx; "" skips it)
 #   BENCH_RANKS_ROUNDS=3    its interleaved rounds; BENCH_RANKS_RUNAI_DIST=1 adds Run:ai's distributed mode (gloo)
-# Each table goes to $WORK/results/peers-SERVER-GIB.json (+ .txt) for report.py.
+# Each table goes to $WORK/results/peers-SERVER-GIB.json (+ .txt) for report.py; the eight-rank table
+# (bench_ranks.py, nginx) to $WORK/results/ranks-nginx-GIB.json.
 set -euo pipefail
 : "${WORK:?}" "${HFS3_ROOT:?}" "${HFS3_BIN:?}" "${HFS3_SHIM:?}"
 export HFS3_PY=${HFS3_PY:-$HFS3_ROOT/.venv/bin/python}
