@@ -83,6 +83,13 @@ if peers:
              "runs only in the **Ceph RGW** table (a real S3 API, scripts/rgwenv.sh, memstore), where every row "
              "runs again against RGW. rclone reads nginx through its http backend (autoindex) and RGW through its "
              "s3 backend.\n")
+    L.append("Issue 31's rows: rclone mount (`--read-only`, `--vfs-cache-mode full` and `off`) and s3fs (`-o ro`, "
+             "with and without `-o use_cache=DIR`; RGW only) run the same load on the mount, cold on a fresh mount "
+             "with an empty cache and warm on the same mount right after (the mount is up before the row starts; "
+             "its process's CPU during the run is added to the row's); Tensorizer streams the model serialized "
+             "once into its format into CPU tensors (the conversion beside the table); the S3 connector for "
+             "PyTorch reads each shard with its S3Checkpoint reader, then `safetensors.torch.load` (RGW only). "
+             "Mountpoint for S3 is in neither Debian nor PyPI: no row (docs/performance.md).\n")
     for p in peers:
         rows = {r["tool"]: r for r in p["rows"]}
         curl = next(r for r in p["rows"] if r["tool"].startswith("curl"))
