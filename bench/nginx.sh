@@ -1,7 +1,9 @@
 # nginx.sh - source me: the reference server of the benchmark. Debian's nginx serving WORKDIR/www as static
 # files on a free loopback port, path-style like S3 (http://127.0.0.1:PORT/BUCKET/KEY); no root config, no
 # daemon. A GET is all `hfs3-manifest fetch` needs; nginx ignores the signature headers.
-#   nginx_start WORKDIR   exports NGINX_ENDPOINT, NGINX_PID and remote "ngx:" (rclone variables, path style)
+#   nginx_start WORKDIR   exports NGINX_ENDPOINT, NGINX_PID, remote "ngx:" (rclone variables, path style) and
+#                         NGINX_ACCESS_LOG (one line per request: the body bytes it sent; the eight-rank table
+#                         counts what the server sent from it)
 #   nginx_stop
 nginx_start() {
   local w=$1/nginx port
@@ -17,7 +19,8 @@ pid $w/nginx.pid;
 worker_rlimit_nofile 16384;
 events { worker_connections 8192; }   # Run:ai at concurrency 16 opens more than 256 (nginx then drops keep-alive connections under it)
 http {
-  access_log off;
+  log_format bytes '\$body_bytes_sent';
+  access_log $w/logs/access.log bytes;
   sendfile on; tcp_nopush on;
   client_body_temp_path $w/tmp; proxy_temp_path $w/tmp; fastcgi_temp_path $w/tmp;
   uwsgi_temp_path $w/tmp; scgi_temp_path $w/tmp;
@@ -38,7 +41,7 @@ CONF
     kill -0 "$NGINX_PID" 2>/dev/null || { cat "$w/logs/stderr" >&2; return 1; }
     sleep 0.1
   done
-  export NGINX_PID NGINX_ENDPOINT="http://127.0.0.1:$port"
+  export NGINX_PID NGINX_ENDPOINT="http://127.0.0.1:$port" NGINX_ACCESS_LOG=$w/logs/access.log
   export RCLONE_CONFIG_NGX_TYPE=s3 RCLONE_CONFIG_NGX_PROVIDER=Other RCLONE_CONFIG_NGX_ACCESS_KEY_ID=S3RVER \
          RCLONE_CONFIG_NGX_SECRET_ACCESS_KEY=S3RVER RCLONE_CONFIG_NGX_ENDPOINT="$NGINX_ENDPOINT" \
          RCLONE_CONFIG_NGX_REGION=us-east-1 RCLONE_CONFIG_NGX_FORCE_PATH_STYLE=true

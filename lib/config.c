@@ -737,7 +737,12 @@ static int parse_rclone(hfs3_remote *r, const char *name, int *pref)
         goto fail;
     }
     if (strcmp(type, "s3") != 0) {
-        rc = hfs3_err(-EINVAL, "remote %s: type %s is not s3", name, type);
+        /* hfs3 speaks the S3 API only: say what does work, and the way across for the rest */
+        rc = hfs3_err(-EINVAL,
+                      "remote %s: type %s is not s3: hfs3 reads S3 and S3-compatible stores only (an rclone remote "
+                      "of type s3, any provider, or s3://); use the store's S3 endpoint if it has one, or copy the "
+                      "model into an S3 bucket (rclone copy %s:PATH S3REMOTE:PATH)",
+                      name, type, name);
         goto fail;
     }
     const char *provider = nz(rc_get(&c, "provider"));

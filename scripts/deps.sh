@@ -11,6 +11,9 @@ DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-de
           # `make bench`: nginx-light (the reference server), aria2 (a comparison), gnuplot-nox (the chart),
           # valgrind (callgrind counts the shim's instructions), time
           nginx-light aria2 gnuplot-nox valgrind time
+          # `make bench`'s FUSE rows (issue 31): fuse3 (fusermount3, for `rclone mount`), s3fs; libsodium23 (the
+          # libnacl of Tensorizer's row)
+          fuse3 s3fs libsodium23
           python3-yaml   # t_k8s_shapes reads README.md's Kubernetes manifest
           strace   # t_real_clients: what huggingface_hub writes into a cache it reads, asked of the kernel
           clang libclang-rt-dev)   # libFuzzer (-fsanitize=fuzzer): the fuzz targets, `make fuzz` and t_fuzz

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_cli_messages.sh - messages that say what to do: a bucket that does not exist, a prefix without a manifest
 # (one line, the remote once), refused keys (which variable, profile or rclone remote; never the key), boolean
-# settings in the usual spellings (one warning for anything else), a cache that cannot be created, and fetch's
+# settings in the usual spellings (one warning for anything else), a cache that cannot be created, a remote of
+# another type than s3 (what works, and the way across), and fetch's
 # summary counting failed files (exit 1).
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -113,7 +114,11 @@ grep -qxF "hfs3-manifest show: s3:/models/m1: remote s3: not found in rclone con
 RCLONE_CONFIG=$WORK/no-such.conf expect_exit 2 "a missing RCLONE_CONFIG" "$H" show conf:models/m1
 grep -qxF "hfs3-manifest show: conf:models/m1: remote conf: the rclone config file $WORK/no-such.conf (RCLONE_CONFIG) does not exist, and RCLONE_CONFIG_CONF_TYPE is not set: fix RCLONE_CONFIG or define the remote with RCLONE_CONFIG_CONF_* variables" "$WORK/err" ||
   { cat "$WORK/err"; fail "missing RCLONE_CONFIG: not said"; }
-ok "a server that is down, s3:/ for s3://, a missing RCLONE_CONFIG file: each says what to do"
+# issue 31: an rclone remote of another type (the README: S3 remotes only) says what works and the way across
+RCLONE_CONFIG_AZB_TYPE=azureblob expect_exit 2 "a remote of type azureblob" "$H" show azb:models/m1
+grep -qxF "hfs3-manifest show: azb:models/m1: remote azb: type azureblob is not s3: hfs3 reads S3 and S3-compatible stores only (an rclone remote of type s3, any provider, or s3://); use the store's S3 endpoint if it has one, or copy the model into an S3 bucket (rclone copy azb:PATH S3REMOTE:PATH)" "$WORK/err" ||
+  { cat "$WORK/err"; fail "a remote that is not s3: no next step"; }
+ok "a server that is down, s3:/ for s3://, a missing RCLONE_CONFIG file, a remote that is not s3: each says what to do"
 
 # issue 24 §3.1: run --mount with a remote this process cannot resolve (a server without the remote's
 # variables, fed by an init container) runs from the cache as the shim alone does; nothing cached: one line
