@@ -55,6 +55,7 @@ static const struct {
     {"HFS3_TEST_RESOLVE", "t", "tests only: host:port:address[,...] overrides name resolution"},
     {"HFS3_TEST_BOOT_ID", "ht", "tests only: a 36-character boot id, to simulate a reboot"},
     {"HFS3_TEST_NO_FLUSH", "t", "tests only: 1 leaves the unflushed records, as a crash would"},
+    {"HFS3_TEST_SUB_MAX", "t", "tests only: the shim's ceiling of mounts and hub repositories"},
 };
 
 #define S3_VARS "HFS3_S3_ADDRESSING HFS3_TLS_VERIFY HFS3_RETRIES HFS3_LOW_SPEED_TIME HFS3_LOW_SPEED_LIMIT HFS3_LOG"

@@ -579,6 +579,10 @@ static int build_headers_keys(hfs3_s3 *c, const req *q, const char *path, const 
     else
         strcpy(payload, "UNSIGNED-PAYLOAD");
     h[nh++] = (hfs3_kv){"Host", c->host};
+    /* never an encoded body: its bytes are not the object's (curl sends no Accept-Encoding by itself, but a proxy
+     * or server may compress a reply to a request that does not say; identity says no). Signed, as every header
+     * hfs3 sends but the transport's own */
+    h[nh++] = (hfs3_kv){"Accept-Encoding", "identity"};
     if (range)
         h[nh++] = (hfs3_kv){"Range", range};
     if (if_match)
@@ -597,15 +601,6 @@ static int build_headers_keys(hfs3_s3 *c, const req *q, const char *path, const 
     int rc = 0;
     for (size_t i = 0; i < nh && !rc; i++)
         rc = add_header(&l, h[i].name, h[i].value);
-    /* never an encoded body: its bytes are not the object's (curl sends no Accept-Encoding by itself, but a proxy
-     * or server may compress a reply to a request that does not say; identity says no) */
-    if (!rc) {
-        struct curl_slist *n = curl_slist_append(l, "Accept-Encoding: identity");
-        if (n)
-            l = n;
-        else
-            rc = -ENOMEM;
-    }
     /* no "Expect: 100-continue" round trip for small PUTs */
     if (!rc && q->body && !(l = curl_slist_append(l, "Expect:")))
         rc = -ENOMEM;
