@@ -97,55 +97,109 @@ __attribute__((optimize("optimize-sibling-calls"))) SH_EXPORT void *dlopen(const
 }
 
 /* The directory a file-actions object's child will be in when its next action runs, as the shim follows it: kept in
- * glibc's reserved words of the object (__pad, zeroed by posix_spawn_file_actions_init, never read by glibc 2.36):
- * an O_PATH descriptor of the directory an addchdir_np or addfchdir_np moves to, and its identity, so that a
- * descriptor the program closed and reused meanwhile is never taken for it (nor closed by destroy). */
+ * glibc's reserved words of the object (__pad, zeroed by posix_spawn_file_actions_init, never read by glibc 2.36).
+ * Every addchdir_np / addfchdir_np the shim can resolve when it is added becomes an addfchdir_np of an O_PATH
+ * descriptor the shim opened then and holds (with its identity, so that one the program closed and reused is never
+ * taken for it, nor closed by destroy): the child moves to the directory the guard looked from, whatever the
+ * program does to the path or to its own descriptor before posix_spawn (issue 33 round 4). One the shim cannot
+ * resolve then (a path not there yet, a descriptor not open, no room left, or one a closefrom action added before
+ * would close in the child) is left to the child as given, and the child's directory is "unknown": a relative or
+ * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then. */
 #define FA_MAGIC 0x68667333u /* "hfs3" */
+#define FA_HELD 3
 struct fa_cwd {
     unsigned magic;
-    int fd;
-    dev_t dev;
-    ino_t ino;
+    unsigned char n;        /* descriptors held, the child's directory the last */
+    unsigned char unknown;  /* the child's directory after the last chdir action is not known here */
+    unsigned char cf;       /* a closefrom action was added, from cf_from */
+    int cf_from;
+    struct {
+        int fd;
+        unsigned dev;
+        unsigned long ino;
+    } h[FA_HELD];
 };
 _Static_assert(sizeof(struct fa_cwd) <= sizeof(((posix_spawn_file_actions_t *)0)->__pad), "fa_cwd fits __pad");
 
-/* the child's directory for fa's next action: the descriptor kept, or AT_FDCWD (the parent's cwd, which the child
- * starts in); -1 when one was kept but is no longer the same directory (the guard then refuses what it cannot
- * place) */
+static void fa_get(const posix_spawn_file_actions_t *fa, struct fa_cwd *c)
+{
+    memcpy(c, fa->__pad, sizeof *c);
+    if (c->magic != FA_MAGIC)
+        memset(c, 0, sizeof *c);
+}
+
+static void fa_put(posix_spawn_file_actions_t *fa, struct fa_cwd *c)
+{
+    c->magic = FA_MAGIC;
+    memcpy(fa->__pad, c, sizeof *c);
+}
+
+/* 1 when held descriptor i is still the one the shim opened */
+static int fa_same(const struct fa_cwd *c, int i)
+{
+    struct stat st;
+    return sh_r.fstat(c->h[i].fd, &st) == 0 && (unsigned)st.st_dev == c->h[i].dev && st.st_ino == c->h[i].ino;
+}
+
+/* the child's directory for fa's next action: the descriptor held, or AT_FDCWD (no chdir action: the parent's cwd,
+ * which the child starts in); -1 when it is unknown or the one held is no longer the same directory (the guard then
+ * refuses what it cannot place) */
 static int fa_dir(const posix_spawn_file_actions_t *fa)
 {
     struct fa_cwd c;
-    memcpy(&c, fa->__pad, sizeof c);
-    if (c.magic != FA_MAGIC)
-        return AT_FDCWD;
-    struct stat st;
-    if (sh_r.fstat(c.fd, &st) < 0 || st.st_dev != c.dev || st.st_ino != c.ino)
+    fa_get(fa, &c);
+    if (c.unknown)
         return -1;
-    return c.fd;
+    if (!c.n)
+        return AT_FDCWD;
+    return fa_same(&c, c.n - 1) ? c.h[c.n - 1].fd : -1;
 }
 
 static void fa_forget(posix_spawn_file_actions_t *fa)
 {
-    int d = fa_dir(fa);
-    if (d >= 0)
-        sh_r.close(d);
+    struct fa_cwd c;
+    fa_get(fa, &c);
+    for (int i = 0; i < c.n && i < FA_HELD; i++)
+        if (fa_same(&c, i))
+            sh_r.close(c.h[i].fd);
     memset(fa->__pad, 0, sizeof(struct fa_cwd));
 }
 
-/* keeps fd (an O_PATH directory descriptor, ours) as fa's child's directory. Without one (-1: not there now; a
- * program may make it before it spawns) nothing is kept: later actions are looked at from this process's cwd. */
-static void fa_keep(posix_spawn_file_actions_t *fa, int fd)
+/* fd (an O_PATH directory descriptor of the shim's, or -1) as the directory of fa's next chdir action: 1 when it is
+ * held, the action to be added with it; 0 when it cannot be (closed here; the action is added as the caller gave
+ * it, and the child's directory becomes unknown) */
+static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
 {
+    struct fa_cwd c;
     struct stat st;
-    fa_forget(fa);
-    if (fd < 0)
-        return;
-    if (sh_r.fstat(fd, &st) < 0) {
-        sh_r.close(fd);
-        return;
+    fa_get(fa, &c);
+    if (fd >= 0 && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
+        c.h[c.n].fd = fd;
+        c.h[c.n].dev = (unsigned)st.st_dev;
+        c.h[c.n].ino = st.st_ino;
+        c.n++;
+        c.unknown = 0;
+        fa_put(fa, &c);
+        return 1;
     }
-    struct fa_cwd c = {FA_MAGIC, fd, st.st_dev, st.st_ino};
-    memcpy(fa->__pad, &c, sizeof c);
+    if (fd >= 0)
+        sh_r.close(fd);
+    return 0;
+}
+
+/* the chdir action added (rc 0) with a descriptor fa_hold took: rc; otherwise that descriptor is given up again */
+static int fa_added(posix_spawn_file_actions_t *fa, int held, int rc)
+{
+    struct fa_cwd c;
+    fa_get(fa, &c);
+    if (held && rc) {
+        sh_r.close(c.h[--c.n].fd);
+        fa_put(fa, &c);
+    } else if (!held && !rc) {
+        c.unknown = 1;
+        fa_put(fa, &c);
+    }
+    return rc;
 }
 
 /* After a chdir action, "/proc/self/cwd/REST" (or thread-self's) in a later action is the child's directory: REST
@@ -216,8 +270,9 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
 }
 
 /* The child's chdir: a directory in a mount (or a synthesized ancestor) becomes the real directory the shim's
- * chdir would go to (its skeleton in the cache), so that the child starts in the mount; the directory is kept
- * (fa_keep) for the guard of the file actions added after it. */
+ * chdir would go to (its skeleton in the cache), so that the child starts in the mount. The directory is opened
+ * here and the child gets an addfchdir_np of that descriptor (fa_hold): the guard of the actions added after it
+ * looks from the directory the child will really be in. */
 SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *fa, const char *path)
 {
     int (*real)(posix_spawn_file_actions_t *, const char *) =
@@ -231,22 +286,43 @@ SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *f
     const char *to = path;
     if (d != -1 && sh_classify(d, path, &l) != L_NONE && real_of(&l, O_RDONLY | O_DIRECTORY, t->a, SH_SCR) == 0)
         to = t->a;
-    int rc = real(fa, to);
-    if (rc == 0 && d != -1) /* (-1: the directory before is unknown already, and so is this one) */
-        fa_keep(fa, sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC));
+    int held = fa_hold(fa, d == -1 ? -1 : sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC)), rc;
+    if (held)
+        rc = REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int))(fa, fa_dir(fa));
+    else
+        rc = real(fa, to);
+    fa_added(fa, held, rc);
     errno = e;
     return rc;
 }
 
+/* The child's fchdir: to a descriptor of the shim's, opened on dfd's directory now (the program may close dfd or
+ * dup2 another directory onto it before posix_spawn: the guard looked from this one) */
 SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *fa, int dfd)
 {
     int (*real)(posix_spawn_file_actions_t *, int) =
         REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
-    int rc = real(fa, dfd);
+    if (!sh_nmounts || sh_in_vfork() || dfd < 0)
+        return real(fa, dfd);
+    int e = errno;
+    int held = fa_hold(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    int rc = fa_added(fa, held, real(fa, held ? fa_dir(fa) : dfd));
+    errno = e;
+    return rc;
+}
+
+/* A closefrom action closes, in the child, every descriptor the shim would hold for a chdir action added after it:
+ * those are then left to the child as given (fa_hold) */
+SH_EXPORT int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *fa, int from)
+{
+    int rc = REAL(posix_spawn_file_actions_addclosefrom_np, int (*)(posix_spawn_file_actions_t *, int))(fa, from);
     if (rc == 0 && sh_nmounts && !sh_in_vfork()) {
-        int e = errno;
-        fa_keep(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        errno = e;
+        struct fa_cwd c;
+        fa_get(fa, &c);
+        if (!c.cf || from < c.cf_from)
+            c.cf_from = from;
+        c.cf = 1;
+        fa_put(fa, &c);
     }
     return rc;
 }
@@ -257,4 +333,35 @@ SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
     if (fa && sh_nmounts && !sh_in_vfork())
         fa_forget(fa);
     return REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(fa);
+}
+
+/* A descriptor held for a chdir action that is no longer the shim's (the program closed it, and another directory
+ * may have its number now): the child would move there, past the guard; the spawn fails with EBADF instead */
+static int fa_intact(const posix_spawn_file_actions_t *fa)
+{
+    struct fa_cwd c;
+    if (!fa || !sh_nmounts || sh_in_vfork())
+        return 1;
+    fa_get(fa, &c);
+    for (int i = 0; i < c.n && i < FA_HELD; i++)
+        if (!fa_same(&c, i))
+            return 0;
+    return 1;
+}
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+
+SH_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+    LAUNDER(fa);
+    return fa_intact(fa) ? REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, envp) : EBADF;
+}
+
+SH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+    LAUNDER(fa);
+    return fa_intact(fa) ? REAL(posix_spawnp, spawn_fn)(pid, file, fa, at, argv, envp) : EBADF;
 }

@@ -334,6 +334,9 @@ int sh_wguard_at(int dirfd, const char *path, int how, int oflags, int *pfd, con
 /* 1 when fd is open on such a directory, or on something in one (fchmod, fchown, futimens, fsetxattr), or on a
  * blob. */
 int sh_wguard_fd_slow(int fd);
+/* sh_wguard_fd_slow for a descriptor that may not have a path (open_by_handle_at's: a dentry not connected to its
+ * file system's root): when /proc/self/fd/N does not name the same object, its identity decides, as without /proc. */
+int sh_wguard_obj_slow(int fd);
 /* What a write call would create, for the kernel's errno on a read-only file system: SH_C_DIR a directory
  * (mkdir: a trailing slash is fine), SH_C_OPEN a file by open(O_CREAT), SH_C_NODE anything else (symlink, mknod,
  * mkfifo, link's destination, bind), SH_C_LOOKUP nothing (an open without O_CREAT), SH_C_PARENT nothing: only the

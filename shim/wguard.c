@@ -281,6 +281,27 @@ int sh_wguard_fd_slow(int fd)
     return hit;
 }
 
+/* See shim.h. */
+int sh_wguard_obj_slow(int fd)
+{
+    int e = errno, hit = 0;
+    SH_SCRATCH(t);
+    struct stat a, b;
+    if (fd >= 0 && !(hit = fd_in_skel(fd, t)) && sh_r.fstat(fd, &a) == 0) {
+        /* a descriptor whose dentry is not connected (a handle's file not in the dentry cache) shows a path that is
+         * not the object's: its identity decides (fd_guarded_noproc) */
+        char pp[32];
+        snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+        ssize_t k = sh_r.readlink(pp, t->d, SH_SCR - 1);
+        if (k > 0)
+            t->d[k] = 0;
+        if (k <= 0 || t->d[0] != '/' || sh_r.stat(t->d, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+            hit = fd_guarded_noproc(fd);
+    }
+    errno = e;
+    return hit;
+}
+
 /* See shim.h. The kernel's order (filename_create, open_last_lookups): the parent's lookup, a trailing slash on
  * an O_CREAT open (EISDIR), the name's lookup (ENAMETOOLONG), an entry there (EEXIST), a trailing slash on a
  * non-directory create (ENOENT), the read-only mount (EROFS). */

@@ -4,6 +4,7 @@
 #include "shim.h"
 
 #include <limits.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
@@ -334,6 +335,41 @@ SH_EXPORT int creat64(const char *path, mode_t mode)
     return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
+/* glibc's exported aliases of open (GLIBC_2.2.5): a program may call them by name */
+SH_EXPORT int __open(const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, mode)
+    return do_open(AT_FDCWD, path, flags, mode);
+}
+
+SH_EXPORT int __open64(const char *path, int flags, ...)
+{
+    OPEN_MODE(flags, mode)
+    return do_open(AT_FDCWD, path, flags, mode);
+}
+
+/* open_by_handle_at (root: CAP_DAC_READ_SEARCH): no path for the guard, and a handle of a blob or of a skeleton
+ * directory (name_to_handle_at of its real path) opens it past every spelling. A write (write access, O_TRUNC)
+ * first opens the same handle O_PATH and puts that object to the guard; the handle names the inode (and its
+ * generation: one freed and reused gives ESTALE), so the real open that follows is of the object checked. */
+SH_EXPORT int open_by_handle_at(int mfd, struct file_handle *h, int flags)
+{
+    int (*real)(int, struct file_handle *, int) = REAL(open_by_handle_at, int (*)(int, struct file_handle *, int));
+    if (!sh_wguard_on || !(flags & (O_WRONLY | O_RDWR | O_TRUNC)))
+        return real(mfd, h, flags);
+    int e = errno, fd = real(mfd, h, O_PATH | O_CLOEXEC);
+    if (fd < 0) /* the kernel's EPERM, ESTALE, EBADF...: the real call gives it again */
+        return real(mfd, h, flags);
+    int hit = sh_wguard_obj_slow(fd);
+    sh_r.close(fd);
+    if (hit) {
+        errno = EROFS;
+        return -1;
+    }
+    errno = e;
+    return real(mfd, h, flags);
+}
+
 /* --- stdio --------------------------------------------------------------------------------------------- */
 
 /* open(2) flags for a mount path opened with an fopen mode: -EROFS for anything but reading. */
@@ -457,11 +493,29 @@ SH_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
     return do_fopen(path, mode, REAL(fopen64, fopen_fn));
 }
+/* glibc's exported alias of fopen */
+SH_EXPORT FILE *_IO_fopen(const char *path, const char *mode) { return do_fopen(path, mode, REAL(_IO_fopen, fopen_fn)); }
+/* setmntent opens its file with glibc's own fopen (past the PLT): glibc's setmntent (a mode with "ce" added, the
+ * stream locked by the caller) on the shim's fopen, so that its writes are guarded and a mount's file reads */
+SH_EXPORT FILE *setmntent(const char *path, const char *mode)
+{
+    char m[16];
+    LAUNDER(path);
+    if (!path || !mode || !sh_nmounts || strlen(mode) > sizeof m - 3)
+        return REAL(setmntent, fopen_fn)(path, mode);
+    memcpy(m, mode, strlen(mode));
+    memcpy(m + strlen(mode), "ce", 3);
+    FILE *f = do_fopen(path, m, REAL(fopen, fopen_fn));
+    if (f)
+        __fsetlocking(f, FSETLOCKING_BYCALLER);
+    return f;
+}
 
 static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freopen_fn real)
 {
     SH_LOC(l);
     int e = errno;
+    const char *p0 = path; /* the caller's spelling: the kernel's walk (path may become a kpath) */
     if (!path || sh_classify(AT_FDCWD, path, &l) == L_NONE) {
         if (path && l.kpath) /* where the kernel goes (see do_fopen) */
             path = l.kpath;
@@ -476,6 +530,16 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream, freope
             return NULL;
         }
         FILE *f = real(path, mode, stream);
+        int ae, wfl = fmode_oflags(mode), re = errno;
+        if (!f && path && sh_wguard_on && (wfl & OPEN_WRITES) && KWALK_ERR(re)) {
+            /* the kernel's walk of the caller's spelling, which may pass through the shim's view (do_fopen's) */
+            if ((ae = kopen_err(AT_FDCWD, p0, wfl)) ||
+                (re == ENOENT && (ae = sh_anc_create_err(AT_FDCWD, path, (wfl & O_CREAT) ? SH_C_OPEN : SH_C_LOOKUP)))) {
+                errno = ae;
+                return NULL;
+            }
+            errno = re;
+        }
         if (f || !path || !SH_FALLBACK_ERR(errno) || sh_fallback(AT_FDCWD, path, &l) == L_NONE) {
             if (f)
                 sh_fd_clear(fileno(f));
@@ -1253,14 +1317,16 @@ static int ro_dots(int d, const char *p, int kind)
              (HOW) == SH_W_PARENT ? ro_parent_real(DIRFD, p0_, KIND, GUARDED(DIRFD, P, HOW, OFL, REALEXPR))  \
                                   : GUARDED(DIRFD, P, HOW, OFL, REALEXPR));                                 \
     } while (0)
-/* RO1K for a removal (SH_W_PARENT) whose real call is an *at call on DIRFD and P (lvalues): run on the directory
- * the guard checked (sh_wguard_at), as GUARDED_CP does for a create */
-#define GUARDED_P(DIRFD, P, REALEXPR)                                                                       \
+/* The guard deciding on the descriptor (sh_wguard_at, HOW: SH_W_PARENT for a removal, SH_W_CREATE for a create):
+ * REALEXPR, an *at call written with DIRFD and P (lvalues), runs with them repointed at the directory the guard
+ * checked and the last component, so that a symlink flipped between the check and the call cannot move it into
+ * the cache (issue 33 item 5); refused: errno DENIED (evaluated only then), -1 */
+#define GUARDED_AT(DIRFD, P, HOW, DENIED, REALEXPR)                                                         \
     ({                                                                                                      \
         int pfd_ = -1, r_;                                                                                  \
         const char *pb_ = NULL;                                                                             \
-        if (sh_wguard_on && sh_wguard_at((DIRFD), (P), SH_W_PARENT, 0, &pfd_, &pb_)) {                      \
-            errno = EROFS;                                                                                  \
+        if (sh_wguard_on && sh_wguard_at((DIRFD), (P), (HOW), 0, &pfd_, &pb_)) {                            \
+            errno = (DENIED);                                                                               \
             r_ = -1;                                                                                        \
         } else if (pfd_ < 0) {                                                                              \
             r_ = (REALEXPR);                                                                                \
@@ -1286,7 +1352,7 @@ static int ro_dots(int d, const char *p, int kind)
             errno = de_;                                                                                    \
             return -1;                                                                                      \
         }                                                                                                   \
-        RO1_(DIRFD, P, SH_W_PARENT, KIND, ro_parent_real(DIRFD, p0_, KIND, GUARDED_P(DIRFD, P, REALEXPR))); \
+        RO1_(DIRFD, P, SH_W_PARENT, KIND, ro_parent_real(DIRFD, p0_, KIND, GUARDED_AT(DIRFD, P, SH_W_PARENT, EROFS, REALEXPR))); \
     } while (0)
 #define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
     WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
@@ -1442,32 +1508,6 @@ static int create_real(int d, const char *p0, int kind, int rv)
  * EEXIST...), else EROFS */
 #define GUARDED_C(DIRFD, P, P0, KIND, REALEXPR)                                                             \
     (sh_wguard((DIRFD), (P), SH_W_CREATE, 0) ? (errno = kcreate_err((DIRFD), (P0), (KIND), 1), -1) : (REALEXPR))
-/* GUARDED_C deciding on the descriptor (sh_wguard_at): REALEXPR runs with DIRFD and P (lvalues it is written
- * with) repointed at the directory the guard checked and the last component, so that a symlink flipped between
- * the check and the call cannot move the create into the cache (issue 33 item 5) */
-#define GUARDED_CP(DIRFD, P, P0, KIND, REALEXPR)                                                            \
-    ({                                                                                                      \
-        int pfd_ = -1, r_;                                                                                  \
-        const char *pb_ = NULL;                                                                             \
-        if (sh_wguard_on && sh_wguard_at((DIRFD), (P), SH_W_CREATE, 0, &pfd_, &pb_)) {                      \
-            errno = kcreate_err((DIRFD), (P0), (KIND), 1);                                                  \
-            r_ = -1;                                                                                        \
-        } else if (pfd_ < 0) {                                                                              \
-            r_ = (REALEXPR);                                                                                \
-        } else {                                                                                            \
-            int sd_ = (DIRFD);                                                                              \
-            const char *sp_ = (P);                                                                          \
-            (DIRFD) = pfd_;                                                                                 \
-            (P) = pb_;                                                                                      \
-            r_ = (REALEXPR);                                                                                \
-            int re_ = errno;                                                                                \
-            (DIRFD) = sd_;                                                                                  \
-            (P) = sp_;                                                                                      \
-            sh_r.close(pfd_);                                                                               \
-            errno = re_;                                                                                    \
-        }                                                                                                   \
-        r_;                                                                                                 \
-    })
 /* (the caller's spelling p0_ is the kernel's walk: P may become the kpath of a ".." through an ancestor, which
  * drops a last "." that the kernel resolves: "missing/." is ENOENT) */
 #define RO_CREATE_K(DIRFD, P, KIND, REALEXPR)                                                               \
@@ -1482,13 +1522,16 @@ static int create_real(int d, const char *p0, int kind, int rv)
         });                                                                                                 \
     } while (0)
 
-/* RO_CREATE_K whose real call is an *at call on DIRFD and P (lvalues): run on the descriptor the guard checked */
+/* RO_CREATE_K whose real call is an *at call on DIRFD and P (lvalues): run on the descriptor the guard checked
+ * (GUARDED_AT), refused with GUARDED_C's errno */
 #define RO_CREATE_KP(DIRFD, P, KIND, REALEXPR)                                                              \
     do {                                                                                                    \
         const char *p0_ = (P);                                                                              \
-        WITH_LOC(DIRFD, P, create_real(DIRFD, p0_, KIND, GUARDED_CP(DIRFD, P, p0_, KIND, REALEXPR)), rv_ < 0, { \
+        WITH_LOC(DIRFD, P, create_real(DIRFD, p0_, KIND,                                                   \
+                                       GUARDED_AT(DIRFD, P, SH_W_CREATE, kcreate_err(DIRFD, p0_, KIND, 1), REALEXPR)), \
+                 rv_ < 0, {                                                                                 \
             if (anc_real(&l_))                                                                              \
-                return GUARDED_CP(DIRFD, P, p0_, KIND, REALEXPR);                                           \
+                return GUARDED_AT(DIRFD, P, SH_W_CREATE, kcreate_err(DIRFD, p0_, KIND, 1), REALEXPR);       \
             (void)e_;                                                                                       \
             errno = kcreate_err(DIRFD, p0_, KIND, 1);                                                       \
             return -1;                                                                                      \
@@ -1518,6 +1561,15 @@ SH_EXPORT int unlink(const char *p)
 SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
     RO1KP(d, p, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
+}
+/* glibc's remove calls its own unlink and rmdir (past the PLT): the shim's, in glibc's order */
+SH_EXPORT int remove(const char *p)
+{
+    if (unlink(p) == 0)
+        return 0;
+    if (errno != EISDIR)
+        return -1;
+    return rmdir(p);
 }
 SH_EXPORT int rename(const char *a, const char *b)
 {
@@ -1554,8 +1606,29 @@ SH_EXPORT int truncate64(const char *p, off64_t n)
     RO1K(AT_FDCWD, p, SH_W_FOLLOW, 0, RO_TRUNC, REAL(truncate64, int (*)(const char *, off64_t))(p, n));
 }
 SH_EXPORT int chmod(const char *p, mode_t m) { RO1(AT_FDCWD, p, SH_W_FOLLOW, 0, REAL(chmod, int (*)(const char *, mode_t))(p, m)); }
+/* glibc's fchmodat(AT_SYMLINK_NOFOLLOW) and lchmod: a symlink's mode cannot be changed on Linux, EOPNOTSUPP once
+ * the path resolved and before any write (so on a read-only file system too); the shim's view (a mount's symlink)
+ * included. Out of line: its struct stat is not on the stack of the other writes. */
+static __attribute__((noinline)) int chmod_link(int d, const char *p)
+{
+    struct stat st;
+    if (!sh_nmounts || !p || !p[0] || look(d, p, 0, &st) || !S_ISLNK(st.st_mode))
+        return 0;
+    errno = EOPNOTSUPP;
+    return 1;
+}
+SH_EXPORT int lchmod(const char *p, mode_t m)
+{
+    LAUNDER(p);
+    if (chmod_link(AT_FDCWD, p))
+        return -1;
+    RO1(AT_FDCWD, p, SH_W_NOFOLLOW, 0, REAL(lchmod, int (*)(const char *, mode_t))(p, m));
+}
 SH_EXPORT int fchmodat(int d, const char *p, mode_t m, int f)
 {
+    LAUNDER(p);
+    if ((f & AT_SYMLINK_NOFOLLOW) && chmod_link(d, p))
+        return -1;
     RO1(d, p, AT_HOW(f), f, REAL(fchmodat, int (*)(int, const char *, mode_t, int))(d, p, m, f));
 }
 SH_EXPORT int chown(const char *p, uid_t u, gid_t g)
@@ -1637,7 +1710,7 @@ static int tmpl_ok(const char *p, int sl)
 #define RO_OWN(P)                                                                                           \
     do {                                                                                                    \
         if (!sh_outside(AT_FDCWD, (P)) && sh_wguard(AT_FDCWD, (P), SH_W_CREATE, 0)) {                       \
-            errno = EROFS;                                                                                  \
+            errno = kcreate_err(AT_FDCWD, (P), SH_C_NODE, 1); /* a last "." or "..": EEXIST, as the kernel */ \
             return -1;                                                                                      \
         }                                                                                                   \
     } while (0)

@@ -14,34 +14,17 @@ cd "$WORK"
 src=$WORK/fx/src/bk
 mkdir -p "$src/sub/deeper" && printf 'hello, blocks\n' >"$src/small" && : >"$src/empty" &&
   head -c 5000 /dev/urandom >"$src/sub/x" && head -c 65536 /dev/zero >"$src/zeros" && head -c 9000 /dev/urandom >"$src/sub/deeper/y" || exit 1
-python3 - "$src" >"$WORK/fx/bk.json" <<'PY' || exit 1
-import hashlib, json, os, sys
-root, ents = sys.argv[1], []
-for dp, dns, fns in os.walk(root):
-    for n in dns + fns:
-        fp = os.path.join(dp, n)
-        p = os.path.relpath(fp, root)
-        if os.path.isdir(fp):
-            ents.append({"path": p, "type": "dir"})
-        else:
-            b = open(fp, "rb").read()
-            ents.append({"path": p, "type": "file", "size": len(b), "sha256": hashlib.sha256(b).hexdigest(),
-                         "etag": '"%s"' % hashlib.md5(b).hexdigest(), "mtime": 1764496800})
-ents.sort(key=lambda e: e["path"].encode())
-print(json.dumps({"hfs3_manifest": 1, "layout": "flat", "generator": "t_shim_kanswers", "entries": ents}))
-PY
-"$MK" "$WORK/fx/bk.json" "$HFS3_CACHE_DIR" s3test:models/bk "$src" || exit 1
+shim_tree_mount "$src" bk t_shim_kanswers || exit 1
 export HFS3_MOUNTS="$M/bk=s3test:models/bk"
 blob() { echo "$HFS3_CACHE_DIR/blobs/$(sha256sum "$src/$1" | cut -d' ' -f1)"; }
 # zeros: its cached copy made sparse (the same bytes, no blocks); sub/deeper/y: not in the cache
 z=$(blob zeros); cp --sparse=always "$z" "$z.sp" && chmod 0444 "$z.sp" && mv -f "$z.sp" "$z" || exit 1
 rm -f "$(blob sub/deeper/y)"
 mkdir "$WORK/ro"
-if [ "$(id -u)" != 0 ] || ! mount --bind "$src" "$WORK/ro" 2>/dev/null; then
+if ! shim_ro_bind "$src" "$WORK/ro"; then
   echo "SKIP kernel-oracle: a read-only bind mount needs root"; exit 0
 fi
 trap 'umount "$WORK/ro" 2>/dev/null' EXIT
-mount -o remount,bind,ro "$WORK/ro" || { echo "not ok remount ro"; exit 1; }
 python3 "$HFS3_ROOT/tests/e2e/shim_kanswers.py" "$WORK/ro" zeros >"$WORK/kernel.out" || exit 1
 shim python3 "$HFS3_ROOT/tests/e2e/shim_kanswers.py" "$M/bk" zeros >"$WORK/shim.out" 2>"$WORK/shim.err" || { cat "$WORK/shim.err"; exit 1; }
 umount "$WORK/ro"; trap - EXIT

@@ -12,30 +12,10 @@ cd "$WORK"
 T=$HFS3_ROOT/$BUILD/tools
 # the links tree: a link whose parent is not its target's parent (lnk -> a/b), a target with ".." in it
 lt=$WORK/fx/src/lt
-mkdir -p "$lt/a/b" "$lt/a/c" && printf 'f\n' >"$lt/a/b/f.txt" && printf 'x\n' >"$lt/a/c/x.txt" &&
-  ln -s a/b "$lt/lnk" && ln -s a/b/../c "$lt/deep" || exit 1
-python3 - "$lt" >"$WORK/fx/lt.json" <<'PY' || exit 1
-import hashlib, json, os, sys
-root, ents = sys.argv[1], []
-for dp, dns, fns in os.walk(root):
-    for n in dns + fns:
-        fp = os.path.join(dp, n)
-        p = os.path.relpath(fp, root)
-        if os.path.islink(fp):
-            ents.append({"path": p, "type": "symlink", "target": os.readlink(fp)})
-        elif os.path.isdir(fp):
-            ents.append({"path": p, "type": "dir"})
-        else:
-            b = open(fp, "rb").read()
-            ents.append({"path": p, "type": "file", "size": len(b), "sha256": hashlib.sha256(b).hexdigest(),
-                         "etag": '"%s"' % hashlib.md5(b).hexdigest(), "mtime": 1764496800})
-ents.sort(key=lambda e: e["path"].encode())
-print(json.dumps({"hfs3_manifest": 1, "layout": "flat", "generator": "t_shim_kernel", "entries": ents}))
-PY
-"$MK" "$WORK/fx/lt.json" "$HFS3_CACHE_DIR" s3test:models/lt "$lt" || exit 1
+shim_links_tree "$lt" && shim_tree_mount "$lt" lt t_shim_kernel || exit 1
 export HFS3_MOUNTS="$HFS3_MOUNTS;$M/lt=s3test:models/lt"
 mkdir "$WORK/ro"
-if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=1m tmpfs "$WORK/ro" 2>/dev/null; then
+if ! shim_oracle_ok || ! mount -t tmpfs -o size=1m tmpfs "$WORK/ro" 2>/dev/null; then
   echo "skip: mounting a tmpfs needs root (or is not allowed here)"; exit 0
 fi
 trap 'umount "$WORK/ro" 2>/dev/null' EXIT

@@ -17,32 +17,12 @@ shim_setup || exit 1
 cd "$WORK"
 T=$HFS3_ROOT/$BUILD/tools
 COUNT=${KFUZZ_COUNT:-3000}
-if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+if ! shim_oracle_ok; then
   echo "SKIP: needs root and unshare -m (a private read-only tmpfs for the oracle)"; exit 77
 fi
 # the links tree of t_shim_kernel.sh
 lt=$WORK/fx/src/lt
-mkdir -p "$lt/a/b" "$lt/a/c" && printf 'f\n' >"$lt/a/b/f.txt" && printf 'x\n' >"$lt/a/c/x.txt" &&
-  ln -s a/b "$lt/lnk" && ln -s a/b/../c "$lt/deep" || exit 1
-python3 - "$lt" >"$WORK/fx/lt.json" <<'PY' || exit 1
-import hashlib, json, os, sys
-root, ents = sys.argv[1], []
-for dp, dns, fns in os.walk(root):
-    for n in dns + fns:
-        fp = os.path.join(dp, n)
-        p = os.path.relpath(fp, root)
-        if os.path.islink(fp):
-            ents.append({"path": p, "type": "symlink", "target": os.readlink(fp)})
-        elif os.path.isdir(fp):
-            ents.append({"path": p, "type": "dir"})
-        else:
-            b = open(fp, "rb").read()
-            ents.append({"path": p, "type": "file", "size": len(b), "sha256": hashlib.sha256(b).hexdigest(),
-                         "etag": '"%s"' % hashlib.md5(b).hexdigest(), "mtime": 1764496800})
-ents.sort(key=lambda e: e["path"].encode())
-print(json.dumps({"hfs3_manifest": 1, "layout": "flat", "generator": "t_shim_kfuzz", "entries": ents}))
-PY
-"$MK" "$WORK/fx/lt.json" "$HFS3_CACHE_DIR" s3test:models/lt "$lt" || exit 1
+shim_links_tree "$lt" && shim_tree_mount "$lt" lt t_shim_kfuzz || exit 1
 FZ=$WORK/fz
 ROOT=$FZ/top
 mkdir -p "$FZ"

@@ -6,6 +6,9 @@
 #      addchdir_np / addfchdir_np into a mount: EROFS when it is added; reads and writes elsewhere still work, and
 #      an addchdir_np into a mount starts the child there. Spellings whose first component no mount shares
 #      (/proc, /dev) and one whose first component a mount shares ($WORK/w/...). Nothing in the cache changes.
+#      The child moves to the directory the guard looked from (issue 33 round 4): a chdir path not there when added
+#      and made a symlink into the cache later, a descriptor not open then or replaced by dup2 before the spawn, a
+#      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir.
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
 #      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
@@ -44,12 +47,21 @@ addchdir_np M/dir, addopen /proc/self/cwd/x O_CREAT: EROFS
 addchdir_np M/dir, addopen deeper/c.txt O_RDONLY: ok
 addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
 addchdir_np W, addopen made.txt O_CREAT: ok
+addchdir_np W/later (not there; then a symlink to M/dir's fd), addopen x O_CREAT: EROFS
+addfchdir_np fd of W/harm, then dup2(fd of M/dir) onto it, addopen x2 O_CREAT: ok (W/harm/x2 made)
+addfchdir_np 900 (not open; then dup2(fd of M/dir, 900)), addopen x O_CREAT: EROFS
+addchdir_np W, addchdir_np harm, addopen y O_CREAT: ok (W/harm/y made)
+$M/flat/dir
+addclosefrom_np 3, addchdir_np M/dir, pwd: ok 0
+addclosefrom_np 3, addchdir_np M/dir, addopen x O_CREAT: EROFS
+addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: ok
 $M/flat/dir
 addchdir_np M/dir, pwd: ok 0
 addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (61 of 61 still open)
+addchdir_np M/dir, its descriptor closed and reused, posix_spawn: EBADF
 EOF
 shim_check "spawn file actions: every write refused (EROFS), reads and writes elsewhere work" diff guard.want guard.out
-shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt
+shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt -a -e w/made2.txt
 # python3's os.posix_spawn: the same addopen, the shape the issue saw (the child truncates stdout = the blob)
 r=$(shim python3 - "$M/flat" <<'PY' 2>&1
 import os, sys

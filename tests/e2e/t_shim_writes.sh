@@ -132,9 +132,59 @@ shim python3 -c "$besides" "${bs[@]}" >besides.out 2>&1
 cat besides.out
 shim_check "$(basename "$HFS3_CACHE_DIR")-old/, beside the cache: mkdir, write, rename, link, truncate work" \
   test "$(grep -c ' again$' besides.out)" = "${#bs[@]}" -a "$(cat "$HFS3_CACHE_DIR-old/sub0b/h")" = again
+# open_by_handle_at (issue 33 round 4; root, CAP_DAC_READ_SEARCH): a handle names an inode, no path: a handle of a
+# blob (name_to_handle_at of its cache path) opened for writing is refused, as a handle of a file outside is not;
+# a skeleton directory's handle opens, and a create through it is refused
+BLOB=$(ls "$HFS3_CACHE_DIR"/blobs | head -1)
+echo handle >hw.txt
+SKEL=$(find "$HFS3_CACHE_DIR/mounts" -mindepth 2 -type d -name dir | head -1)
+h=$(shim python3 - "$HFS3_CACHE_DIR/blobs/$BLOB" "$WORK/hw.txt" "$SKEL" <<'PY' 2>&1
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class FH(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("f", ctypes.c_ubyte * 128)]
+def handle(p):
+    h, mid = FH(), ctypes.c_int()
+    h.bytes = 128
+    if libc.name_to_handle_at(-100, os.fsencode(p), ctypes.byref(h), ctypes.byref(mid), 0) < 0:
+        raise OSError(ctypes.get_errno(), "name_to_handle_at")
+    return h
+def name(e):
+    return errno.errorcode.get(e, str(e))
+out = []
+try:
+    hs = [handle(p) for p in sys.argv[1:4]]
+except OSError as e:
+    print("SKIP name_to_handle_at:", name(e.errno)); sys.exit(0)
+mfd = os.open(sys.argv[1], os.O_RDONLY)
+for what, h, fl in (("blob O_WRONLY", hs[0], os.O_WRONLY), ("blob O_RDWR|O_TRUNC", hs[0], os.O_RDWR | os.O_TRUNC),
+                    ("blob O_RDONLY", hs[0], os.O_RDONLY), ("W file O_WRONLY", hs[1], os.O_WRONLY),
+                    ("skeleton dir O_RDONLY|O_DIRECTORY", hs[2], os.O_RDONLY | os.O_DIRECTORY)):
+    fd = libc.open_by_handle_at(mfd, ctypes.byref(h), fl)
+    if fd < 0 and ctypes.get_errno() == errno.EPERM:
+        print("SKIP open_by_handle_at: EPERM"); sys.exit(0)
+    out.append("%s: %s" % (what, "ok" if fd >= 0 else name(ctypes.get_errno())))
+    if fd >= 0 and "dir" in what:
+        try:
+            os.mkdir("n", dir_fd=fd)
+            out.append("  mkdirat n: ok")
+        except OSError as e:
+            out.append("  mkdirat n: " + name(e.errno))
+    if fd >= 0:
+        os.close(fd)
+print(" / ".join(out))
+PY
+)
+echo "open_by_handle_at: $h"
+case $h in
+SKIP*) ;;
+*) shim_check "open_by_handle_at: a blob's handle for writing refused, the others open" test "$h" = \
+     "blob O_WRONLY: EROFS / blob O_RDWR|O_TRUNC: EROFS / blob O_RDONLY: ok / W file O_WRONLY: ok / skeleton dir O_RDONLY|O_DIRECTORY: ok /   mkdirat n: EROFS" ;;
+esac
+
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
-shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "s x "
+shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "o7 s x "
 for b in "$HFS3_CACHE_DIR"/blobs/*; do
   [ "$(sha256sum <"$b" | cut -c1-64)" = "$(basename "$b")" ] || { echo "changed: $b"; bad=1; }
 done

@@ -7,7 +7,10 @@
  * drawn: stat/lstat/fstatat/statx/__xstat, access/faccessat, readlink(at), realpath, open(at) in read modes with
  * a read of the file, fopen, opendir/readdir, scandir(at), fdopendir, chdir/fchdir/getcwd, xattrs, statfs/statvfs,
  * fstat/fstatat(AT_EMPTY_PATH) of the descriptors it holds, dup, and the write calls (mkdir, rmdir, unlink,
- * rename, link, symlink, chmod, chown, utimes, truncate, mknod, xattrs, open/fopen for writing, fchmod), and
+ * rename, link, symlink, chmod, chown, utimes, truncate, mknod, xattrs, open/fopen for writing, fchmod; beside
+ * them, with no draw of their own, remove, renameat2, bind of a unix socket, lchmod, lchown, futimesat, utimes,
+ * lutimes, utime, truncate64, mkfifoat, mknod, mkfifo, lsetxattr, lremovexattr, open64, creat64, fopen64,
+ * freopen, freopen64), and
  * beside some of them the same path as a posix_spawn file action (a read open, a write open) and, from a held
  * descriptor N, as /proc/self/fd/N/PATH (mkdir, a write open), ok or err only (issue 33). Paths
  * are made of the trees' names, "." and "..", missing and 256-byte names, empty components, absolute or relative
@@ -30,7 +33,10 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
+#include <utime.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -211,7 +217,7 @@ static void w_line(const char *op, const char *p, long r)
          * across their edge: EXDEV, as across real mounts, which the kernel says before the EBUSY of a "." or ".."
          * and the EROFS): the oracle cannot show it, so a rename refused after both parents resolved is one answer */
         printf("W %s %s -> %s\n", op, p,
-               (errno == EXDEV || errno == EBUSY) && !strcmp(op, "renameat") ? "EROFS" : ename(errno));
+               (errno == EXDEV || errno == EBUSY) && !strncmp(op, "renameat", 8) ? "EROFS" : ename(errno));
     else
         printf("W %s %s -> err\n", op, p);
 }
@@ -428,22 +434,51 @@ static void one(int i)
             printf("W mkdir-proc %s -> %s\n", w, mkdir(q, 0755) == 0 ? "ok" : "err");
         }
         break;
-    case 29: w_line("rmdir", w, rmdir(p)); break;
+    case 29: w_line("rmdir", w, rmdir(p)); w_line("remove", w, remove(p)); break;
     case 30: w_line("unlinkat", w, unlinkat(d, p, rnd(2) ? AT_REMOVEDIR : 0)); break;
     case 31: gen(q, sizeof q, &d2);
         if (lex_depth(d2, q) < -1) { printf("skip\n"); break; }
-        w_line("renameat", w, renameat(d, p, d2, q)); printf("  to %.200s\n", d2 == AT_FDCWD ? q : "(fd)"); break;
+        w_line("renameat", w, renameat(d, p, d2, q)); printf("  to %.200s\n", d2 == AT_FDCWD ? q : "(fd)");
+        w_line("renameat2", w, renameat2(d, p, d2, q, 0)); break;
     case 32: gen(q, sizeof q, &d2);
         if (lex_depth(d2, q) < -1) { printf("skip\n"); break; }
         w_line("linkat", w, linkat(d, p, d2, q, 0)); printf("  to %.200s\n", d2 == AT_FDCWD ? q : "(fd)"); break;
-    case 33: w_line("symlinkat", w, symlinkat("a.txt", d, p)); break;
-    case 34: w_line("fchmodat", w, fchmodat(d, p, 0700, 0)); break;
-    case 35: w_line("chown", w, chown(p, 0, 0)); break;
-    case 36: w_line("utimensat", w, utimensat(d, p, NULL, rnd(2) ? AT_SYMLINK_NOFOLLOW : 0)); break;
-    case 37: w_line("truncate", w, truncate(p, 0)); break;
-    case 38: w_line("mknodat", w, mknodat(d, p, S_IFIFO | 0600, 0)); break;
-    case 39: w_line("setxattr", w, setxattr(p, "user.kfuzz", "x", 1, 0)); break;
-    case 40: w_line("removexattr", w, removexattr(p, "user.kfuzz")); break;
+    case 33: w_line("symlinkat", w, symlinkat("a.txt", d, p));
+        if (d == AT_FDCWD && strlen(p) < sizeof(((struct sockaddr_un *)0)->sun_path)) { /* a unix socket's name */
+            struct sockaddr_un a = {.sun_family = AF_UNIX};
+            memcpy(a.sun_path, p, strlen(p) + 1);
+            int s = socket(AF_UNIX, SOCK_STREAM, 0);
+            w_line("bind", w, bind(s, (struct sockaddr *)&a, sizeof a));
+            close(s);
+        }
+        break;
+    /* beside the calls drawn, the other entry points of the same family on the same path (issue 33 round 4; no
+     * draw, so that a seed's paths stay the same) */
+    case 34: w_line("fchmodat", w, fchmodat(d, p, 0700, 0));
+        if (d == AT_FDCWD)
+            w_line("lchmod", w, lchmod(p, 0700));
+        break;
+    case 35: w_line("chown", w, chown(p, 0, 0)); w_line("lchown", w, lchown(p, 0, 0)); break;
+    case 36: w_line("utimensat", w, utimensat(d, p, NULL, rnd(2) ? AT_SYMLINK_NOFOLLOW : 0));
+        w_line("futimesat", w, futimesat(d, p, NULL));
+        if (d == AT_FDCWD) {
+            w_line("utimes", w, utimes(p, NULL));
+            w_line("lutimes", w, lutimes(p, NULL));
+            w_line("utime", w, utime(p, NULL));
+        }
+        break;
+    case 37: w_line("truncate", w, truncate(p, 0)); w_line("truncate64", w, truncate64(p, 0)); break;
+    case 38: w_line("mknodat", w, mknodat(d, p, S_IFIFO | 0600, 0));
+        w_line("mkfifoat", w, mkfifoat(d, p, 0600));
+        if (d == AT_FDCWD) {
+            w_line("mknod", w, mknod(p, S_IFIFO | 0600, 0));
+            w_line("mkfifo", w, mkfifo(p, 0600));
+        }
+        break;
+    case 39: w_line("setxattr", w, setxattr(p, "user.kfuzz", "x", 1, 0));
+        w_line("lsetxattr", w, lsetxattr(p, "user.kfuzz", "x", 1, 0)); break;
+    case 40: w_line("removexattr", w, removexattr(p, "user.kfuzz"));
+        w_line("lremovexattr", w, lremovexattr(p, "user.kfuzz")); break;
     case 41: { static const int f[] = {O_WRONLY, O_RDWR, O_CREAT | O_WRONLY, O_CREAT | O_EXCL | O_WRONLY,
                                        O_RDONLY | O_TRUNC, O_WRONLY | O_APPEND, O_CREAT | O_RDONLY};
         int fl = f[rnd(7)];
@@ -452,6 +487,16 @@ static void one(int i)
         fd = openat(d, p, fl, 0644);
         printf("[%x] ", fl); w_line("openat-w", w, fd);
         if (fd >= 0) close(fd);
+        if (d == AT_FDCWD) {
+            fd = open64(p, fl, 0644);
+            printf("[%x] ", fl); w_line("open64-w", w, fd);
+            if (fd >= 0) close(fd);
+            if (fl == (O_CREAT | O_WRONLY)) {
+                fd = creat64(p, 0644);
+                w_line("creat64", w, fd);
+                if (fd >= 0) close(fd);
+            }
+        }
         /* the same write as a spawn's file action, and from a held descriptor as /proc/self/fd/N/PATH (issue 33):
          * a writing open fails on both read-only trees, so ok or err is compared (an O_CREAT|O_RDONLY of a file
          * opens it, which the shim's /proc/self/fd spelling of a mount's directory does not: left out) */
@@ -472,6 +517,17 @@ static void one(int i)
     case 42: { static const char *m[] = {"w", "a", "r+", "w+"}; const char *mm = m[rnd(4)];
         FILE *f = fopen(p, mm);
         printf("[%s] ", mm); w_line("fopen-w", w, f ? 0 : -1);
+        if (f) fclose(f);
+        f = fopen64(p, mm);
+        printf("[%s] ", mm); w_line("fopen64-w", w, f ? 0 : -1);
+        if (f) fclose(f);
+        FILE *n = fopen("/dev/null", "r");
+        f = n ? freopen(p, mm, n) : NULL;
+        printf("[%s] ", mm); w_line("freopen-w", w, f ? 0 : -1);
+        if (f) fclose(f);
+        n = fopen("/dev/null", "r");
+        f = n ? freopen64(p, mm, n) : NULL;
+        printf("[%s] ", mm); w_line("freopen64-w", w, f ? 0 : -1);
         if (f) fclose(f);
         break;
     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,13 +99,96 @@ static int guard(const char *m, const char *w)
     one("addchdir_np M/dir, addopen deeper/c.txt O_RDONLY", dir, -1, 5, "deeper/c.txt", O_RDONLY);
     one("addfchdir_np fd of M/dir, addopen x O_CREAT", NULL, dfd, 5, "x", O_WRONLY | O_CREAT);
     one("addchdir_np W, addopen made.txt O_CREAT", w, -1, 5, "made.txt", O_WRONLY | O_CREAT);
-    /* the child started in the mount sees it (it runs under the shim too) */
+    /* issue 33 round 4: the directory the child moves to is the one the guard looked from. A path not there when the
+     * action is added, made a symlink into the cache before the spawn (here /proc/self/fd/N of M/dir: the child
+     * inherits N), so that a relative write would land in the skeleton: refused */
+    snprintf(q, sizeof q, "%s/later", w);
     posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    int rc = posix_spawn_file_actions_addchdir_np(&fa, q);
+    char lk[64];
+    snprintf(lk, sizeof lk, "/proc/self/fd/%d", dfd);
+    if (!rc && symlink(lk, q) < 0)
+        rc = errno;
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    char *tv[] = {"/bin/true", NULL};
+    int st = 0;
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("addchdir_np W/later (not there; then a symlink to M/dir's fd), addopen x O_CREAT: %s\n", ename(rc));
+    /* addfchdir_np of a harmless directory, then the caller's descriptor replaced by M/dir's: the child moves to
+     * the harmless one (the shim's own descriptor of it) */
+    snprintf(q, sizeof q, "%s/harm", w);
+    mkdir(q, 0755);
+    int hfd = open(q, O_RDONLY | O_DIRECTORY);
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addfchdir_np(&fa, hfd);
+    if (!rc && dup2(dfd, hfd) < 0)
+        rc = errno;
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "x2", O_WRONLY | O_CREAT, 0644);
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    close(hfd);
+    snprintf(p, sizeof p, "%s/harm/x2", w);
+    printf("addfchdir_np fd of W/harm, then dup2(fd of M/dir) onto it, addopen x2 O_CREAT: %s (W/harm/x2 %s)\n",
+           ename(rc), access(p, F_OK) == 0 ? "made" : "missing");
+    /* addfchdir_np of a descriptor not open yet, then M/dir's dup2-ed onto it: where the child goes is unknown */
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addfchdir_np(&fa, 900);
+    if (!rc && dup2(dfd, 900) < 0)
+        rc = errno;
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    posix_spawn_file_actions_destroy(&fa);
+    close(900);
+    printf("addfchdir_np 900 (not open; then dup2(fd of M/dir, 900)), addopen x O_CREAT: %s\n", ename(rc));
+    /* two chdir actions, the second relative to the first: the write lands in W/harm */
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+    if (!rc)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, "harm");
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "y", O_WRONLY | O_CREAT, 0644);
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    snprintf(p, sizeof p, "%s/harm/y", w);
+    printf("addchdir_np W, addchdir_np harm, addopen y O_CREAT: %s (W/harm/y %s)\n", ename(rc),
+           access(p, F_OK) == 0 ? "made" : "missing");
+    /* a closefrom action before a chdir would close the shim's descriptor in the child: the chdir is the child's
+     * by path, it still starts there; a relative write after it is refused (where the child is is not known) */
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (!rc)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, dir);
+    char *pv[] = {"/bin/pwd", NULL};
+    fflush(stdout);
+    if (!rc)
+        rc = run(&fa, pv, &st);
+    printf("addclosefrom_np 3, addchdir_np M/dir, pwd: %s %d\n", ename(rc), st);
+    rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("addclosefrom_np 3, addchdir_np M/dir, addopen x O_CREAT: %s\n", ename(rc));
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+    if (!rc)
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "made2.txt", O_WRONLY | O_CREAT, 0644);
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    printf("addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: %s\n", ename(rc));
+    /* the child started in the mount sees it (it runs under the shim too) */
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addchdir_np(&fa, dir);
     fflush(stdout);
     char *argv[] = {"/bin/pwd", NULL};
-    int st = 0, rc = run(&fa, argv, &st);
+    rc = run(&fa, argv, &st);
     posix_spawn_file_actions_destroy(&fa);
     printf("addchdir_np M/dir, pwd: %s %d\n", ename(rc), st);
     /* the directory kept for the child closed by the program and its number reused: the child's directory is no
@@ -118,11 +202,13 @@ static int guard(const char *m, const char *w)
         if (k != wfd)
             dup2(wfd, k);
     rc = posix_spawn_file_actions_addopen(&fa, 5, "x", O_WRONLY | O_CREAT, 0644);
+    int src = run(&fa, tv, &st); /* the child would fchdir to whatever has the number now: refused */
     posix_spawn_file_actions_destroy(&fa);
     for (int k = 3; k < 64; k++)
         open_after += fcntl(k, F_GETFD) >= 0;
     printf("addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: %s (%d of 61 still open)\n",
            ename(rc), open_after);
+    printf("addchdir_np M/dir, its descriptor closed and reused, posix_spawn: %s\n", ename(src));
     return 0;
 }
 
