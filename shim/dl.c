@@ -8,7 +8,8 @@
  * The file actions are glibc's to run in the child, through no interposed call: every one that could write
  * (addopen with write, create or truncate flags, whatever the spelling: /proc/self/fd/N, /proc/self/cwd/x, a
  * symlink) is put to the write guard here, on the directory the child will be in (an addchdir_np or addfchdir_np
- * before it moves the child: the guard then looks from there), and refused with EROFS when it is added. */
+ * before it moves the child: the guard then looks from there, and the child is handed the shim's own descriptor of
+ * that directory, so that it moves where the guard looked), and refused with EROFS when it is added. */
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -330,8 +331,11 @@ SH_EXPORT int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_
 SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
 {
     LAUNDER(fa);
-    if (fa && sh_nmounts && !sh_in_vfork())
+    if (fa && sh_nmounts && !sh_in_vfork()) {
+        int e = errno;
         fa_forget(fa);
+        errno = e;
+    }
     return REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(fa);
 }
 
@@ -343,10 +347,11 @@ static int fa_intact(const posix_spawn_file_actions_t *fa)
     if (!fa || !sh_nmounts || sh_in_vfork())
         return 1;
     fa_get(fa, &c);
-    for (int i = 0; i < c.n && i < FA_HELD; i++)
-        if (!fa_same(&c, i))
-            return 0;
-    return 1;
+    int e = errno, ok = 1;
+    for (int i = 0; i < c.n && i < FA_HELD && ok; i++)
+        ok = fa_same(&c, i);
+    errno = e;
+    return ok;
 }
 
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,

@@ -15,6 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
+#include <utmp.h>
+#include <utmpx.h>
 
 /* An ancestor of a mount that exists on disk is the host's own directory: writes to it are real. noinline: its
  * struct stat would otherwise sit in the frame of every wrapper and of look(), on the 2 KiB stack budget of calls
@@ -1562,6 +1564,35 @@ SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
     RO1KP(d, p, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
+/* The utmp/wtmp writers open the file they are given with glibc's own open (O_WRONLY for updwtmp, O_RDWR for the
+ * file utmpname names, opened by a later setutent or pututline): a spelling that reaches the cache is refused here
+ * (EROFS; updwtmp has no result: it writes nothing, as the kernel's O_WRONLY open on a read-only file system) */
+static int utmp_refused(const char *file, int oflags)
+{
+    if (!file || !sh_wguard(AT_FDCWD, file, SH_W_OPEN, oflags))
+        return 0;
+    errno = EROFS;
+    return 1;
+}
+SH_EXPORT void updwtmp(const char *file, const struct utmp *ut)
+{
+    if (!utmp_refused(file, O_WRONLY))
+        REAL(updwtmp, void (*)(const char *, const struct utmp *))(file, ut);
+}
+SH_EXPORT void updwtmpx(const char *file, const struct utmpx *ut)
+{
+    if (!utmp_refused(file, O_WRONLY))
+        REAL(updwtmpx, void (*)(const char *, const struct utmpx *))(file, ut);
+}
+SH_EXPORT int utmpname(const char *file)
+{
+    return utmp_refused(file, O_RDWR) ? -1 : REAL(utmpname, int (*)(const char *))(file);
+}
+SH_EXPORT int utmpxname(const char *file)
+{
+    return utmp_refused(file, O_RDWR) ? -1 : REAL(utmpxname, int (*)(const char *))(file);
+}
+
 /* glibc's remove calls its own unlink and rmdir (past the PLT): the shim's, in glibc's order */
 SH_EXPORT int remove(const char *p)
 {

@@ -235,6 +235,9 @@ for name, p in (("M/a.txt", F + "/a.txt"), ("/proc/self/fd/N", P)):
     t("7 lremovexattr %s" % name, lambda p=p: chk(libc.lremovexattr(b(p), b"user.x")))
     t("7 renameat2 %s" % name, lambda p=p: chk(libc.renameat2(AT_FDCWD, b(p), AT_FDCWD, b(W + "/r2"), 0)))
     t("7 remove %s" % name, lambda p=p: chk(libc.remove(b(p))))
+    # (no result: what it wrote shows in the cache's state, which must not change)
+    t("7 updwtmp %s" % name, lambda p=p: libc.updwtmp(b(p), ctypes.create_string_buffer(384)))
+    t("7 updwtmpx %s" % name, lambda p=p: libc.updwtmpx(b(p), ctypes.create_string_buffer(384)))
 for name, p in (("M/dir", F + "/dir"), ("/proc/self/fd/D/deeper", D + "/deeper"), ("M/new", F + "/new")):
     t("7 remove %s" % name, lambda p=p: chk(libc.remove(b(p))))
     t("7 mkfifo %s/f" % name, lambda p=p: chk(libc.mkfifo(b(p + "/f"), 0o644)))

@@ -48,6 +48,7 @@ addchdir_np M/dir, addopen deeper/c.txt O_RDONLY: ok
 addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
 addchdir_np W, addopen made.txt O_CREAT: ok
 addchdir_np W/later (not there; then a symlink to M/dir's fd), addopen x O_CREAT: EROFS
+addchdir_np W/swap, then W/swap a symlink to M/dir's fd, addopen x3 O_CREAT: ok (W/swap.old/x3 made)
 addfchdir_np fd of W/harm, then dup2(fd of M/dir) onto it, addopen x2 O_CREAT: ok (W/harm/x2 made)
 addfchdir_np 900 (not open; then dup2(fd of M/dir, 900)), addopen x O_CREAT: EROFS
 addchdir_np W, addchdir_np harm, addopen y O_CREAT: ok (W/harm/y made)

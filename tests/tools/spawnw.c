@@ -118,6 +118,23 @@ static int guard(const char *m, const char *w)
         rc = run(&fa, tv, &st);
     posix_spawn_file_actions_destroy(&fa);
     printf("addchdir_np W/later (not there; then a symlink to M/dir's fd), addopen x O_CREAT: %s\n", ename(rc));
+    /* a path there when added (a real directory), replaced by a symlink to M/dir's fd before the spawn: the child
+     * moves to the directory checked (now W/swap.old), not where the path leads then */
+    snprintf(q, sizeof q, "%s/swap", w);
+    snprintf(p, sizeof p, "%s/swap.old", w);
+    mkdir(q, 0755);
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addchdir_np(&fa, q);
+    if (!rc && (rename(q, p) < 0 || symlink(lk, q) < 0))
+        rc = errno;
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 5, "x3", O_WRONLY | O_CREAT, 0644);
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    snprintf(p, sizeof p, "%s/swap.old/x3", w);
+    printf("addchdir_np W/swap, then W/swap a symlink to M/dir's fd, addopen x3 O_CREAT: %s (W/swap.old/x3 %s)\n",
+           ename(rc), access(p, F_OK) == 0 ? "made" : "missing");
     /* addfchdir_np of a harmless directory, then the caller's descriptor replaced by M/dir's: the child moves to
      * the harmless one (the shim's own descriptor of it) */
     snprintf(q, sizeof q, "%s/harm", w);
