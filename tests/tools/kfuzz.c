@@ -521,14 +521,15 @@ static void one(int i)
         f = fopen64(p, mm);
         printf("[%s] ", mm); w_line("fopen64-w", w, f ? 0 : -1);
         if (f) fclose(f);
+        /* (a stream freopen failed on is closed but still allocated: glibc's fclose frees it) */
         FILE *n = fopen("/dev/null", "r");
         f = n ? freopen(p, mm, n) : NULL;
         printf("[%s] ", mm); w_line("freopen-w", w, f ? 0 : -1);
-        if (f) fclose(f);
+        if (n) fclose(n);
         n = fopen("/dev/null", "r");
         f = n ? freopen64(p, mm, n) : NULL;
         printf("[%s] ", mm); w_line("freopen64-w", w, f ? 0 : -1);
-        if (f) fclose(f);
+        if (n) fclose(n);
         break;
     }
     case 43: fd = openat(d, p, O_RDONLY);
