@@ -13,11 +13,13 @@ access log counting the bytes it sent in each run). Rows, in the same interleave
 Time: from the forks to the last rank's slices in memory ("w/o imports"), and the
 whole run (wall: one interpreter's imports, then the ranks). Env as bench_peers.py's (HFS3_BIN, HFS3_SHIM, HFS3_PEER_REMOTE, HFS3_PY, AWS_* dummies),
 NGINX_ACCESS_LOG."""
-import atexit, json, os, shutil, statistics, subprocess, sys, tempfile
+import atexit, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cgrun import run as cgrun, cpu_source  # noqa: E402
 from fusemount import Mount, rclone_args, timed, fresh_dir  # noqa: E402
+import rounds  # noqa: E402
+from rounds import tensor_bytes, med  # noqa: E402
 
 model, endpoint, bp, rounds, out_json = sys.argv[1:6]
 rounds = int(rounds)
@@ -36,11 +38,7 @@ gib = model_bytes / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-ranks.")
 atexit.register(shutil.rmtree, work, True)
 errfile = os.path.join(work, "stderr")
-base = {k: v for k, v in os.environ.items()
-        if not k.startswith(("AWS_", "RUNAI_STREAMER_", "HFS3_MOUNTS", "HFS3_CACHE_DIR", "LD_PRELOAD"))}
-base.update(AWS_ENDPOINT_URL=endpoint, AWS_EC2_METADATA_DISABLED="true", AWS_REGION="us-east-1",
-            AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID=os.environ["AWS_ACCESS_KEY_ID"],
-            AWS_SECRET_ACCESS_KEY=os.environ["AWS_SECRET_ACCESS_KEY"])
+base = rounds.client_env(endpoint)
 go = os.path.join(bench, "rank_go.py")
 
 
@@ -60,11 +58,7 @@ def run(cmd, env=None):
 
 
 def shim_env(cache):
-    env = dict(base, HFS3_CACHE_DIR=cache, HFS3_HELPER=hfs3, HFS3_MOUNTS=f"/models/peerbench={remote}",
-               LD_PRELOAD=shim)
-    for k in ("AWS_ENDPOINT_URL",):
-        env.pop(k, None)
-    return env
+    return rounds.shim_env(base, cache, hfs3, shim, remote)
 
 
 def hfs3_cold(world):
@@ -142,29 +136,13 @@ if os.environ.get("HFS3_RANKS_RUNAI_DIST") == "1":
 cases["rclone copy (8 streams), then 8 ranks on the local folder"] = (rclone_copy, "download")
 
 
-def tensor_bytes(path):
-    import struct
-    with open(path, "rb") as f:
-        h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    return sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in h.items() if k != "__metadata__")
-
-
 want = sum(tensor_bytes(os.path.join(model, f)) for f in shards)
 res = {k: {"wall": [], "cpu": [], "net": [], "sent": [], "failures": []} for k in cases}
 for r in range(rounds):
     for k, (fn, kind) in cases.items():
-        got = None
-        for attempt in range(2 if kind != "hfs3" else 1):
-            try:
-                got = sent(fn)
-                break
-            except SystemExit as e:
-                if kind == "hfs3":
-                    raise
-                # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
-                lines = str(e).strip().splitlines()
-                res[k]["failures"].append(next((x for x in lines if "rank_go: rank " in x), lines[-1])[-300:])
-                print(f"bench_ranks: {k} failed: {res[k]['failures'][-1]}", file=sys.stderr)
+        # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
+        got = rounds.attempt(lambda: sent(fn), kind != "hfs3", res[k]["failures"], "bench_ranks", k,
+                             lambda lines: next((x for x in lines if "rank_go: rank " in x), lines[-1]))
         if got is None:
             for x in ("wall", "cpu", "net", "sent"):
                 res[k][x].append(None)
@@ -181,13 +159,8 @@ for r in range(rounds):
     print(f"bench_ranks: {gib:.2f} GiB round {r + 1}/{rounds} done", file=sys.stderr)
 
 
-def med(v):
-    v = [x for x in v if x is not None]
-    return statistics.median(v) if v else float("nan")
-
-
 def ratios(k, ref, what):
-    return [a / b for a, b in zip(res[k][what], res[ref][what]) if a is not None and b]
+    return rounds.ratios(res, k, ref, what)
 
 
 rows = []
