@@ -376,12 +376,13 @@ static int flush_one(void *ud, const char *name)
             for (int i = 0; chunked && i < s->nbad && !known_bad; i++)
                 known_bad = !strcmp(s->bad[i], name);
             char hex[65] = "";
-            int hash = chunked && !known_bad && st.st_uid == c->uid && !(size != UINT64_MAX && (uint64_t)st.st_size > size);
-            int r = -1;
+            int hash = chunked && !known_bad && st.st_uid == c->uid &&
+                       !(size != UINT64_MAX && (uint64_t)st.st_size > size);
+            int r = -1, leave = 0;
             if (hash && hash_promotion(fd, hex) < 0)
                 ; /* unreadable now: the next flush tries again */
             else if (lk < 0 && (lk = relock(c, lockname)) < 0)
-                ; /* busy for 2 s: the next pass settles it (flushed, and hashed again then) */
+                leave = 1; /* busy for 2 s: a fetch of it again, which records it again; the next flush settles it */
             else if (!same_file(dir, sha, fd) || !same_file(c->unflushed, name, rfd))
                 /* the blob or its record was replaced while unlocked (a gc, then a fetch that records its new
                  * file again): that record is the new file's, left to the next flush */
@@ -401,7 +402,7 @@ static int flush_one(void *ud, const char *name)
                 r = promote(c, dir, sha, fd, hex);
             if (r == 0)
                 drop_record(c, name);
-            else
+            else if (!leave)
                 s->retry++;
             if (r == 1 && !known_bad && s->nbad < FLUSH_BAD_MAX)
                 snprintf(s->bad[s->nbad++], sizeof s->bad[0], "%s", name);
