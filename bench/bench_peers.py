@@ -26,8 +26,8 @@ import json, os, shutil, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cgrun import run as cgrun, cpu_source  # noqa: E402
 from fusemount import Mount, rclone_args, s3fs_args, timed, fresh_dir  # noqa: E402
-import rounds  # noqa: E402
-from rounds import tensor_bytes, med  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import tensor_bytes, med  # noqa: E402
 
 model, server, endpoint, bp, rounds, out_json = sys.argv[1:7]
 rounds = int(rounds)
@@ -50,7 +50,7 @@ work = tempfile.mkdtemp(prefix="hfs3-peers.")
 atexit.register(shutil.rmtree, work, True)
 errfile = os.path.join(work, "stderr")
 
-base = rounds.client_env(endpoint)
+base = benchlib.client_env(endpoint)
 cfg = os.path.join(work, "aws.config")   # awscli: path-style requests (http://host/bucket/key), as for Run:ai
 open(cfg, "w").write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
 base["AWS_CONFIG_FILE"] = cfg
@@ -135,7 +135,7 @@ def rclone():
 
 
 def shim_env(cache):
-    return rounds.shim_env(base, cache, hfs3, shim, remote)
+    return benchlib.shim_env(base, cache, hfs3, shim, remote)
 
 
 def hfs3_cold():
@@ -256,7 +256,7 @@ for r in range(rounds):
     for k, (fn, kind) in cases.items():
         # Run:ai's CRT client fails a whole load on one failed piece ("File access error"; seen when nginx ran
         # out of worker_connections at concurrency 16): a failed run is counted, not timed, and run once more
-        got = rounds.attempt(fn, kind in ("peer", "fuse", "fusewarm"), res[k]["failures"], "bench_peers", k)
+        got = benchlib.attempt(fn, kind in ("peer", "fuse", "fusewarm"), res[k]["failures"], "bench_peers", k)
         w, c, _, o = got or (None, None, None, None)
         res[k]["wall"].append(w)
         res[k]["cpu"].append(c)
@@ -302,7 +302,7 @@ for k, (fn, kind) in cases.items():
 
 
 def ratios(k, ref, what="wall"):
-    return rounds.ratios(res, k, ref, what)
+    return benchlib.ratios(res, k, ref, what)
 
 
 rows = []

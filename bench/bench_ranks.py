@@ -19,8 +19,8 @@ import atexit, json, os, shutil, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cgrun import run as cgrun, cpu_source  # noqa: E402
 from fusemount import Mount, rclone_args, timed, fresh_dir  # noqa: E402
-import rounds  # noqa: E402
-from rounds import tensor_bytes, med  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import tensor_bytes, med  # noqa: E402
 
 model, endpoint, bp, rounds, out_json = sys.argv[1:6]
 rounds = int(rounds)
@@ -39,7 +39,7 @@ gib = model_bytes / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-ranks.")
 atexit.register(shutil.rmtree, work, True)
 errfile = os.path.join(work, "stderr")
-base = rounds.client_env(endpoint)
+base = benchlib.client_env(endpoint)
 go = os.path.join(bench, "rank_go.py")
 
 
@@ -59,7 +59,7 @@ def run(cmd, env=None):
 
 
 def shim_env(cache):
-    return rounds.shim_env(base, cache, hfs3, shim, remote)
+    return benchlib.shim_env(base, cache, hfs3, shim, remote)
 
 
 def hfs3_cold(world):
@@ -142,7 +142,7 @@ res = {k: {"wall": [], "cpu": [], "net": [], "sent": [], "spread": [], "failures
 for r in range(rounds):
     for k, (fn, kind) in cases.items():
         # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
-        got = rounds.attempt(lambda: sent(fn), kind != "hfs3", res[k]["failures"], "bench_ranks", k,
+        got = benchlib.attempt(lambda: sent(fn), kind != "hfs3", res[k]["failures"], "bench_ranks", k,
                              lambda lines: next((x for x in lines if "rank_go: rank " in x), lines[-1]))
         if got is None:
             for x in ("wall", "cpu", "net", "sent", "spread"):
@@ -164,7 +164,7 @@ for r in range(rounds):
 
 
 def ratios(k, ref, what):
-    return rounds.ratios(res, k, ref, what)
+    return benchlib.ratios(res, k, ref, what)
 
 
 rows = []

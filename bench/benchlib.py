@@ -1,4 +1,4 @@
-"""rounds.py - what the peer table (bench_peers.py) and the eight-rank table (bench_ranks.py) share: the clients'
+"""benchlib.py - what the peer table (bench_peers.py) and the eight-rank table (bench_ranks.py) share: the clients'
 clean environment, hfs3's shim environment, the bytes a load must end with, one timed try of a row (a failed
 peer run counted and run once more), and the medians and per-round ratios of the tables."""
 import json, os, statistics, struct, sys
