@@ -21,11 +21,13 @@ conventions: the page cache is not dropped, so the server reads from memory in e
 HFS3_SHIM, HFS3_ROOT, HFS3_PEER_REMOTE (the hfs3 remote for the same objects), HFS3_PY (the venv's python),
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (dummies; passed by environment only, never in argv)."""
 import atexit
-import json, os, shutil, statistics, struct, subprocess, sys, tempfile
+import json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cgrun import run as cgrun, cpu_source  # noqa: E402
 from fusemount import Mount, rclone_args, s3fs_args, timed, fresh_dir  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import tensor_bytes, med  # noqa: E402
 
 model, server, endpoint, bp, rounds, out_json = sys.argv[1:7]
 rounds = int(rounds)
@@ -42,24 +44,13 @@ total = sum(sizes.values())
 shard_bytes = sum(sizes[f] for f in shards)
 
 
-def tensor_bytes(path):
-    with open(path, "rb") as f:
-        h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    return sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in h.items() if k != "__metadata__")
-
-
 want_bytes = sum(tensor_bytes(os.path.join(model, f)) for f in shards)   # what every row must load
 gib = total / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-peers.")
 atexit.register(shutil.rmtree, work, True)
 errfile = os.path.join(work, "stderr")
 
-# one clean environment for every S3 client: the endpoint of this server and nothing of the Node server's
-base = {k: v for k, v in os.environ.items()
-        if not k.startswith(("AWS_", "RUNAI_STREAMER_", "HFS3_MOUNTS", "HFS3_CACHE_DIR", "LD_PRELOAD"))}
-base.update(AWS_ENDPOINT_URL=endpoint, AWS_EC2_METADATA_DISABLED="true", AWS_REGION="us-east-1",
-            AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID=os.environ["AWS_ACCESS_KEY_ID"],
-            AWS_SECRET_ACCESS_KEY=os.environ["AWS_SECRET_ACCESS_KEY"])
+base = benchlib.client_env(endpoint)
 cfg = os.path.join(work, "aws.config")   # awscli: path-style requests (http://host/bucket/key), as for Run:ai
 open(cfg, "w").write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
 base["AWS_CONFIG_FILE"] = cfg
@@ -144,12 +135,7 @@ def rclone():
 
 
 def shim_env(cache):
-    env = dict(base, HFS3_CACHE_DIR=cache, HFS3_HELPER=hfs3, HFS3_MOUNTS=f"/models/peerbench={remote}",
-               LD_PRELOAD=shim)
-    # hfs3 reads its own remote (HFS3_PEER_REMOTE, rclone variables) and nothing of the peers' AWS_* settings
-    for k in ("AWS_ENDPOINT_URL", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        env.pop(k, None)
-    return env
+    return benchlib.shim_env(base, cache, hfs3, shim, remote)
 
 
 def hfs3_cold():
@@ -269,18 +255,9 @@ res = {k: {"wall": [], "cpu": [], "out": [], "failures": []} for k in cases}
 for r in range(rounds):
     for k, (fn, kind) in cases.items():
         # Run:ai's CRT client fails a whole load on one failed piece ("File access error"; seen when nginx ran
-        # out of worker_connections at concurrency 16): a failed run is counted, not timed, and run once more;
-        # failed twice, the row has no time in that round, and no ratio of that round uses it
-        w = c = o = None
-        for attempt in range(2 if kind in ("peer", "fuse", "fusewarm") else 1):
-            try:
-                w, c, _, o = fn()
-                break
-            except SystemExit as e:
-                if kind not in ("peer", "fuse", "fusewarm"):
-                    raise
-                res[k]["failures"].append(str(e).strip().splitlines()[-1][-200:])
-                print(f"bench_peers: {k} failed: {res[k]['failures'][-1]}", file=sys.stderr)
+        # out of worker_connections at concurrency 16): a failed run is counted, not timed, and run once more
+        got = benchlib.attempt(fn, kind in ("peer", "fuse", "fusewarm"), res[k]["failures"], "bench_peers", k)
+        w, c, _, o = got or (None, None, None, None)
         res[k]["wall"].append(w)
         res[k]["cpu"].append(c)
         if w is None:   # failed twice in this round: no time for it, and no ratio of this round with it
@@ -294,11 +271,6 @@ for r in range(rounds):
             stop_mounts()
             raise SystemExit(f"bench_peers: {k} loaded {res[k]['out'][-1].get('bytes')} bytes, not {want_bytes}")
     print(f"bench_peers: {server} {gib:.0f} GiB round {r + 1}/{rounds} done", file=sys.stderr)
-
-def med(v):
-    v = [x for x in v if x is not None and x == x]
-    return statistics.median(v) if v else float("nan")
-
 
 def lo(v):
     v = [x for x in v if x is not None]
@@ -330,9 +302,7 @@ for k, (fn, kind) in cases.items():
 
 
 def ratios(k, ref, what="wall"):
-    if ref not in res:   # a row BENCH_ONLY left out
-        return []
-    return [a / b for a, b in zip(res[k][what], res[ref][what]) if a is not None and b]
+    return benchlib.ratios(res, k, ref, what)
 
 
 rows = []

@@ -10,14 +10,17 @@ access log counting the bytes it sent in each run). Rows, in the same interleave
   - Run:ai Model Streamer, 8 processes each streaming every shard (it reads whole tensors) and keeping its slice;
     its distributed mode (gloo, RUNAI_STREAMER_DIST=1) when HFS3_RANKS_RUNAI_DIST=1;
   - rclone copy (8 streams) into a fresh folder, then the 8 ranks on it.
-Time: from the forks to the last rank's slices in memory ("w/o imports"), and the
+"ranks apart": the most, over the rounds, between the first and the last rank's end in one run (seconds
+apart: ranks held up after their shard landed). Time: from the forks to the last rank's slices in memory ("w/o imports"), and the
 whole run (wall: one interpreter's imports, then the ranks). Env as bench_peers.py's (HFS3_BIN, HFS3_SHIM, HFS3_PEER_REMOTE, HFS3_PY, AWS_* dummies),
 NGINX_ACCESS_LOG."""
-import atexit, json, os, shutil, statistics, subprocess, sys, tempfile
+import atexit, json, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cgrun import run as cgrun, cpu_source  # noqa: E402
 from fusemount import Mount, rclone_args, timed, fresh_dir  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import tensor_bytes, med  # noqa: E402
 
 model, endpoint, bp, rounds, out_json = sys.argv[1:6]
 rounds = int(rounds)
@@ -36,11 +39,7 @@ gib = model_bytes / 2**30
 work = tempfile.mkdtemp(prefix="hfs3-ranks.")
 atexit.register(shutil.rmtree, work, True)
 errfile = os.path.join(work, "stderr")
-base = {k: v for k, v in os.environ.items()
-        if not k.startswith(("AWS_", "RUNAI_STREAMER_", "HFS3_MOUNTS", "HFS3_CACHE_DIR", "LD_PRELOAD"))}
-base.update(AWS_ENDPOINT_URL=endpoint, AWS_EC2_METADATA_DISABLED="true", AWS_REGION="us-east-1",
-            AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID=os.environ["AWS_ACCESS_KEY_ID"],
-            AWS_SECRET_ACCESS_KEY=os.environ["AWS_SECRET_ACCESS_KEY"])
+base = benchlib.client_env(endpoint)
 go = os.path.join(bench, "rank_go.py")
 
 
@@ -60,11 +59,7 @@ def run(cmd, env=None):
 
 
 def shim_env(cache):
-    env = dict(base, HFS3_CACHE_DIR=cache, HFS3_HELPER=hfs3, HFS3_MOUNTS=f"/models/peerbench={remote}",
-               LD_PRELOAD=shim)
-    for k in ("AWS_ENDPOINT_URL",):
-        env.pop(k, None)
-    return env
+    return benchlib.shim_env(base, cache, hfs3, shim, remote)
 
 
 def hfs3_cold(world):
@@ -142,31 +137,15 @@ if os.environ.get("HFS3_RANKS_RUNAI_DIST") == "1":
 cases["rclone copy (8 streams), then 8 ranks on the local folder"] = (rclone_copy, "download")
 
 
-def tensor_bytes(path):
-    import struct
-    with open(path, "rb") as f:
-        h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    return sum(t["data_offsets"][1] - t["data_offsets"][0] for k, t in h.items() if k != "__metadata__")
-
-
 want = sum(tensor_bytes(os.path.join(model, f)) for f in shards)
-res = {k: {"wall": [], "cpu": [], "net": [], "sent": [], "failures": []} for k in cases}
+res = {k: {"wall": [], "cpu": [], "net": [], "sent": [], "spread": [], "failures": []} for k in cases}
 for r in range(rounds):
     for k, (fn, kind) in cases.items():
-        got = None
-        for attempt in range(2 if kind != "hfs3" else 1):
-            try:
-                got = sent(fn)
-                break
-            except SystemExit as e:
-                if kind == "hfs3":
-                    raise
-                # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
-                lines = str(e).strip().splitlines()
-                res[k]["failures"].append(next((x for x in lines if "rank_go: rank " in x), lines[-1])[-300:])
-                print(f"bench_ranks: {k} failed: {res[k]['failures'][-1]}", file=sys.stderr)
+        # the rank's own error line when there is one (rank_go.py says which rank and why), else the last
+        got = benchlib.attempt(lambda: sent(fn), kind != "hfs3", res[k]["failures"], "bench_ranks", k,
+                             lambda lines: next((x for x in lines if "rank_go: rank " in x), lines[-1]))
         if got is None:
-            for x in ("wall", "cpu", "net", "sent"):
+            for x in ("wall", "cpu", "net", "sent", "spread"):
                 res[k][x].append(None)
             continue
         (w, c, _, o), nbytes = got
@@ -178,16 +157,14 @@ for r in range(rounds):
         # w/o imports: from the forks to the last rank's slices; a download row adds its download (the run less rank_go's)
         res[k]["net"].append(w - o["total_s"] + o["load_s"] if kind == "download" else o["load_s"])
         res[k]["sent"].append(nbytes)
+        # how far apart the ranks finished: ranks held up after the shard they wait for landed (a lock held
+        # by another process: docs/performance.md "Eight ranks: where the time goes") spread by seconds
+        res[k]["spread"].append(max(o["ranks_load_s"]) - min(o["ranks_load_s"]))
     print(f"bench_ranks: {gib:.2f} GiB round {r + 1}/{rounds} done", file=sys.stderr)
 
 
-def med(v):
-    v = [x for x in v if x is not None]
-    return statistics.median(v) if v else float("nan")
-
-
 def ratios(k, ref, what):
-    return [a / b for a, b in zip(res[k][what], res[ref][what]) if a is not None and b]
+    return benchlib.ratios(res, k, ref, what)
 
 
 rows = []
@@ -199,7 +176,8 @@ for k, (fn, kind) in cases.items():
                  "sent": med(x["sent"]), "sent_x": med(x["sent"]) / model_bytes if x["sent"] else float("nan"),
                  "x_cold_net": med(ratios(k, COLD, "net")), "x_one_net": med(ratios(k, ONE, "net")),
                  "wall_runs": [v and round(v, 3) for v in x["wall"]], "net_runs": [v and round(v, 3) for v in x["net"]],
-                 "sent_runs": x["sent"], "failures": x["failures"]})
+                 "sent_runs": x["sent"], "spread": med(x["spread"]),
+                 "spread_runs": [v if v is None else round(v, 3) for v in x["spread"]], "failures": x["failures"]})
 targets = [{"what": "8 ranks, hfs3 cold <= 1.2x one rank's cold load (w/o imports)", "ratio": med(ratios(COLD, ONE, "net")),
             "limit": 1.2},
            {"what": "8 ranks, hfs3 cold: the server sends each byte once (bytes sent / the files' bytes)",
@@ -214,9 +192,10 @@ summary = {"server": "nginx", "gib": gib, "files": len(files), "shards": len(sha
 json.dump(summary, open(out_json, "w"), indent=1)
 print(f"\neight-rank table: {gib:.2f} GiB ({len(shards)} shards) from nginx, {WORLD} ranks each reading its 1/{WORLD} "
       f"of every tensor, median of {rounds} interleaved rounds; w/o imports: from the forks to the last rank's slices in memory")
-print(f"{'what':92} {'wall s':>7} {'CPU s':>6} {'w/o imports s':>13} {'x 8 cold':>8} {'x 1 cold':>8} {'sent / model':>12}")
+print(f"{'what':92} {'wall s':>7} {'CPU s':>6} {'w/o imports s':>13} {'x 8 cold':>8} {'x 1 cold':>8} {'sent / model':>12} "
+      f"{'ranks apart s':>13}")
 for x in rows:
     print(f"{x['tool']:92} {x['wall']:7.2f} {x['cpu']:6.2f} {x['net']:13.2f} {x['x_cold_net']:7.2f}x {x['x_one_net']:7.2f}x "
-          f"{x['sent'] / model_bytes:11.2f}x" + (f"  ({len(x['failures'])} failed runs)" if x["failures"] else ""))
+          f"{x['sent'] / model_bytes:11.2f}x {max([v for v in x['spread_runs'] if v is not None], default=float('nan')):13.2f}" + (f"  ({len(x['failures'])} failed runs)" if x["failures"] else ""))
 for t in targets:
     print(f"target: {t['what']}: {t['ratio']:.2f} -> " + ("MET" if t["met"] else f"NOT MET ({t['by']:.2f}x the target)"))

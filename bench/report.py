@@ -146,20 +146,25 @@ if ranks:
              "slices in memory; wall: the whole run, that one import included. \"sent\": the body bytes nginx "
              "sent during the run (its access log) over the model's bytes. Every row reads the same objects from "
              "nginx in the same interleaved rounds (`bench/bench_ranks.py`).\n")
+    def apart(r):
+        """the most seconds between a run's first and last rank's end (a results file from before: -)"""
+        v = [x for x in r.get("spread_runs") or [] if x is not None]
+        return f"{max(v):.2f}" if v else "-"
+
     for p in ranks:
         L.append(f"### {p['gib']:.3g} GiB model ({p['shards']} shards) from nginx, {p['world']} ranks, median of "
                  f"{p['rounds']} interleaved rounds\n")
         L.append("| what | wall s | CPU s | w/o imports s (min-max) | x 8 ranks hfs3 cold (w/o imports) | "
-                 "x 1 rank hfs3 cold (w/o imports) | sent / model |")
-        L.append("|---|---|---|---|---|---|---|")
+                 "x 1 rank hfs3 cold (w/o imports) | sent / model | ranks apart s (most) |")
+        L.append("|---|---|---|---|---|---|---|---|")
         for r in p["rows"]:
             fails = f" ({len(r['failures'])} failed runs: {r['failures'][0]})" if r.get("failures") else ""
             if r["wall"] != r["wall"]:
-                L.append(f"| {r['tool']}{fails} | failed | | | | | |")
+                L.append(f"| {r['tool']}{fails} | failed | | | | | | |")
                 continue
             L.append(f"| {r['tool']}{fails} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['net']:.2f} "
                      f"({r['net_min']:.2f}-{r['net_max']:.2f}) | {r['x_cold_net']:.2f}x | {r['x_one_net']:.2f}x | "
-                     f"{r['sent'] / p['model_bytes']:.2f}x |")
+                     f"{r['sent'] / p['model_bytes']:.2f}x | {apart(r)} |")
         L.append("")
         L.append("| target | actual | |")
         L.append("|---|---|---|")

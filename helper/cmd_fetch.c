@@ -594,7 +594,11 @@ int cmd_prefetch(int argc, char **argv)
                       .chunks = verify_chunks(1), .o = {.lock_fd = -1}};
     fetch_files_all(&ff);
     pthread_mutex_destroy(&p.mu);
-    hfs3_flush_pending(c); /* this process is detached already: the flush waits for nobody */
+    /* this process is detached already: the flush waits for nobody, and yields to the program that is loading,
+     * as hfs3_flush_spawn's does (each process of a multi-rank server has its own _prefetch) */
+    if (nice(10) < 0) {
+    }
+    hfs3_flush_pending(c);
 out:
     free(order);
     hfs3_manifest_free(m);
