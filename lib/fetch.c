@@ -240,6 +240,7 @@ typedef struct fetch_job {
     int direct;           /* checked by its chunk digests alone, for the mount's cblobs/ (no whole-file hash) */
     int cdir;             /* direct: mounts/<key>/cblobs, checked */
     const char *cpath;    /* its path, for messages */
+    int into_own;         /* not direct, and installed into cdir (HFS3_VERIFY_FOREIGN=1: blobs/<sha> a member's bad plant) */
     char rec[96];         /* direct: its name in unflushed/, "<sha256>.m<key>" */
     uint32_t ndone;       /* ranges in the .part (CH_DONE) */
     int handed_on;        /* o->downloaded was called: every range had started */
@@ -879,6 +880,29 @@ static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const ch
     return 0;
 }
 
+/* A member's entry at at->dir/name, a directory of this user's own: removed (a file), or renamed to a fresh
+ * .aside.<name>.<random> (a directory, which only its owner may empty), never opened or followed. 0 or -errno. */
+static int move_aside(const blob_at *at, const char *name, unsigned uid)
+{
+    if (unlinkat(at->dir, name, 0) == 0) {
+        hfs3_warn("cache: %s/%s was uid %u's, in a directory of your own: removed (HFS3_VERIFY_FOREIGN=1 serves only "
+                  "your own copy)", at->dpath, name, uid);
+        return 0;
+    }
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    unsigned long long r;
+    char aside[128];
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        return -EAGAIN;
+    snprintf(aside, sizeof aside, ".aside.%.64s.%016llx", name, r);
+    if (renameat2(at->dir, name, at->dir, aside, RENAME_NOREPLACE) < 0)
+        return -errno;
+    hfs3_warn("cache: %s/%s was uid %u's directory, in a directory of your own: moved aside to %s (HFS3_VERIFY_FOREIGN=1 "
+              "serves only your own copy)", at->dpath, name, uid, aside);
+    return 0;
+}
+
 /* serve.h's rule for the file st found as at->dir/<sha>: NULL when it may be served to this user as it is. */
 static const char *serve_refusal(const hfs3_cache *c, const blob_at *at, const struct stat *st, uint64_t size)
 {
@@ -1084,6 +1108,16 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
             (void)unlinkat(c->unflushed, at->rec, 0);
         return 0;
     }
+    /* HFS3_VERIFY_FOREIGN=1 and a member's bad entry (a directory, 0 bytes, a second link...): never served, and
+     * it must not lock this user out for as long as it stays. In a directory of this user's own (sticky: only its
+     * owner may move what others put there) it is moved out of the way; elsewhere (blobs/) it counts as absent,
+     * 3: online the caller fetches this user's own copy into its cblobs/, offline it answers this error */
+    if (rc < 0 && c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
+        struct stat dst;
+        if (fstat(at->dir, &dst) == 0 && dst.st_uid == c->uid && move_aside(at, f->sha256, st.st_uid) == 0)
+            return 0;
+        return 3;
+    }
     return rc;
 }
 
@@ -1272,6 +1306,8 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     }
     blob_at shared;
     at_shared(j->c, j->f, &shared);
+    if (j->into_own)   /* blobs/<sha> is a member's bad plant: this user's own copy, hashed whole */
+        shared = (blob_at){j->cdir, j->cpath, j->rec, 0};
     rc = install_blob(j->c, &shared, j->fd, j->part, j->f->sha256, j->sync, &res->unflushed);
     if (rc == 1)
         rc = blob_check(j->c, j->f, 1, &shared) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
@@ -1327,14 +1363,27 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
  * copied (own_copy) under the lock; without it (locked 0) it counts as absent: the caller takes the lock and
  * asks again. */
 static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *shared,
-                       const blob_at *at2, hfs3_fetch_result *res)
+                       const blob_at *at2, hfs3_fetch_result *res, char *plant, size_t pn)
 {
     int rc = blob_check(c, f, locked, shared), r2 = 0;
-    if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0)))
-        return rc == 1 || rc < 0 ? rc : r2;
+    if (rc == 3) {   /* a member's bad blob: absent for this user, whose own copy goes to cblobs/ */
+        snprintf(plant, pn, "%s", hfs3_errmsg());
+        rc = 0;
+    }
+    if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0 || r2 == 3)))
+        return rc == 1 || rc < 0 ? rc : r2 == 3 ? -EPERM : r2;
     if (rc != 2 && r2 != 2)
         return 0;
-    return locked ? own_copy(c, f, rc == 2 ? shared : at2, res) : 0;
+    if (!locked)
+        return 0;
+    rc = own_copy(c, f, rc == 2 ? shared : at2, res);
+    /* the member's blob is not what the manifest says: as absent as a bad one of theirs (online this user
+     * downloads its own copy; offline the caller answers this line) */
+    if (rc == -EBADMSG && f->own) {
+        snprintf(plant, pn, "%s", hfs3_errmsg());
+        rc = 0;
+    }
+    return rc;
 }
 
 int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
@@ -1370,8 +1419,20 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         }
         mine.dpath = cpath;
     }
+    else if (c->verify_foreign && f->own && f->size > 0) {
+        /* this user's own copy of a blob a member holds, or planted bad, in blobs/: hashed whole, kept in the
+         * user's own cblobs/ (own_copy, and the download below when blobs/<sha> is a member's bad plant) */
+        snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
+        if ((mine.dir = hfs3_fetch_cblobs(c, f->own, &cpath)) < 0) {
+            hfs3_debug("%s: %s", r->spec, hfs3_errmsg());
+            mine.dir = -1;
+        }
+        mine.dpath = cpath;
+        mine.chunked = 0;
+    }
     const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
-    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res)) < 0)
+    char plant[1100] = "";
+    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res, plant, sizeof plant)) < 0)
         goto failed;
     if (rc == 1) {
         rc = 0;
@@ -1384,7 +1445,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         if (rc < 0)
             goto failed;
-        if ((rc = blobs_check(c, f, 1, &shared, at2, res)) < 0)
+        plant[0] = 0;
+        if ((rc = blobs_check(c, f, 1, &shared, at2, res, plant, sizeof plant)) < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -1392,6 +1454,12 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         }
     }
+    if (plant[0] && hfs3_env_bool("HFS3_OFFLINE", 0)) {
+        rc = hfs3_err(-EPERM, "%s", plant);   /* a member's bad blob, and no download to replace it */
+        goto failed;
+    }
+    if (plant[0])
+        hfs3_info("%s; HFS3_VERIFY_FOREIGN=1: downloading your own copy into %s", plant, cpath ? cpath : "cblobs/");
     if (hfs3_env_bool("HFS3_OFFLINE", 0) && f->size > 0) {
         rc = hfs3_err(-ENETDOWN, "HFS3_OFFLINE=1 and the file is not in the cache");
         goto failed;
@@ -1403,7 +1471,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         rc = fetch_empty(c, f);
     } else {
         fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1, .sync = hfs3_durable_sync(),
-                       .direct = at2 != NULL, .cdir = mine.dir, .cpath = cpath};
+                       .direct = at2 != NULL && mine.chunked, .cdir = mine.dir, .cpath = cpath,
+                       .into_own = plant[0] && at2 != NULL};
         snprintf(j.rec, sizeof j.rec, "%s", rec);
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
         /* no count asked for: the tuner decides how many connections run; ranges as planned for the default */

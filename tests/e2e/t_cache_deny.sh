@@ -16,14 +16,8 @@ set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
-[ "$(id -u)" = 0 ] || skip_test root "needs root (to act as two users)"
-command -v setpriv >/dev/null || skip_test setpriv "needs setpriv"
-
-A=64101 B=64102 G=64100
-s3env_start "$WORK"
-trap 's3env_stop' EXIT
-chmod 0755 "$WORK" "$WORK/home"
-chmod 0644 "$RCLONE_CONFIG"
+source "$HFS3_ROOT/tests/e2e/cache_users.sh"
+cache_users_start
 mkdir -p "$WORK/m"
 printf '{"architectures": ["Test"], "hidden_size": 64}\n' >"$WORK/m/config.json"
 head -c 150000 /dev/urandom >"$WORK/m/tokenizer.json"
@@ -43,11 +37,6 @@ for b in sys.argv[1].encode():
 print("%016x" % h)' "$R")
 OTHER_BOOT=00000000-dead-4bad-8000-000000000000
 
-as() {
-  local uid=$1; shift
-  setpriv --reuid="$uid" --regid="$G" --clear-groups env HOME="$WORK/home" bash -c 'umask 077; exec "$@"' as "$@"
-}
-runA() { set +e; as "$A" "$HFS3_BIN" "$@" >"$WORK/out" 2>"$WORK/err"; st=$?; set -e; }
 # shimA ENV... -- FILE: A's cat of /models/m1/FILE through the shim; it must be the real file
 shimA_reads() {
   local what=$1 f=$2; shift 2
@@ -188,4 +177,24 @@ n=$(find "$S/mounts" -maxdepth 1 -name "anc.$A.*" -user "$A" | wc -l)
 [ "$n" = 1 ] || fail "A made $n ancestor directories of its own, expected 1"
 [ -z "$(ls -A "$WORK/elsewhere/models")" ] || fail "something was made in B's directory"
 ok "B's mounts/ancestors/models and mounts/anc.$A symlinks: under HFS3_VERIFY_FOREIGN=1 A's cd /models, pwd, ls work (A's own skeleton)"
+
+# ---- round 4, 3. B's bad plants at blobs/<sha> under HFS3_VERIFY_FOREIGN=1: A downloads its own copy ----
+new_shared plants
+as "$B" bash -c "umask 027; mkdir -p '$S/blobs' && : >'$S/blobs/$cfg' &&
+  truncate -s $(stat -c %s "$WORK/m/tokenizer.json") '$S/blobs/$tok' &&
+  cp '$WORK/m/model.safetensors' '$S/tmp/b.link' && ln '$S/tmp/b.link' '$S/blobs/$big' &&
+  mkdir '$S/blobs/$(blob_of "$WORK/m/extra.txt")'"
+for f in config.json tokenizer.json model.safetensors extra.txt; do
+  for i in 1 2; do   # the second open finds A's own copy
+    shimA_reads "B's bad plant at blobs/<sha> of $f (open $i)" "$f" HFS3_VERIFY_FOREIGN=1
+  done
+  sha=$(blob_of "$WORK/m/$f")
+  [ -n "$(find "$S/mounts" -path "*/cblobs/$sha" -user "$A" -links 1)" ] || fail "no own copy of $f in A's cblobs/"
+done
+ok "B's 0-byte, sparse, hard-linked and directory plants at blobs/<sha>: A's shim (HFS3_VERIFY_FOREIGN=1) reads its own downloaded copy"
+# offline a bad plant stays an error that names it (nothing to download)
+as "$B" bash -c "mkdir -p '$S/blobs' 2>/dev/null; : >'$S/blobs/$(printf '%064d' 0)'"
+HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 runA _get "$R" config.json
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's offline _get of its own copy"; }
+ok "offline, A's own copy is what is served beside B's plant"
 echo "all ok"
