@@ -178,6 +178,35 @@ n=$(find "$S/mounts" -maxdepth 1 -name "anc.$A.*" -user "$A" | wc -l)
 [ -z "$(ls -A "$WORK/elsewhere/models")" ] || fail "something was made in B's directory"
 ok "B's mounts/ancestors/models and mounts/anc.$A symlinks: under HFS3_VERIFY_FOREIGN=1 A's cd /models, pwd, ls work (A's own skeleton)"
 
+# ---- round 4, 1. B takes A's predictable mounts/<K_A> first (a directory of B's, a symlink) ----
+new_shared mdir
+KA=$(python3 -c '
+import sys
+h = 1469598103934665603
+for b in sys.argv[1].encode() + b"\0uid=" + sys.argv[2].encode():
+    h = ((h ^ b) * 1099511628211) % (1 << 64)
+print("%016x" % h)' "$R" "$A")
+as "$B" bash -c "mkdir -m 3770 '$S/mounts/$KA' && mkdir -m 0755 '$S/mounts/${KA:0:8}00000001' &&
+  echo '$R' >'$S/mounts/${KA:0:8}00000001/remote'"
+for i in 1 2; do   # the second process finds the directory the first made
+  shimA_reads "B's directory at A's mounts/<K_A> (process $i)" config.json HFS3_VERIFY_FOREIGN=1
+  shimA_reads "B's directory at A's mounts/<K_A> (process $i)" model.safetensors HFS3_VERIFY_FOREIGN=1
+done
+HFS3_VERIFY_FOREIGN=1 runA fetch "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's fetch with B's directory at mounts/<K_A> (exit $st)"; }
+own=$(find "$S/mounts" -mindepth 1 -maxdepth 1 -name "${KA:0:8}*" -user "$A")
+[ "$(echo "$own" | wc -w)" = 1 ] || fail "A has $(echo "$own" | wc -w) mount directories for $R, expected 1: $own"
+[ -f "$own/index" ] || fail "A's own $own has no index"
+[ -f "$own/cblobs/$big" ] || [ -f "$S/blobs/$big" ] || fail "A's shim and helper used different directories"
+[ -z "$(ls -A "$S/mounts/$KA")" ] || fail "something was written into B's directory"
+ok "B's directory at A's mounts/<K_A>: A's shim and fetch (HFS3_VERIFY_FOREIGN=1) work in A's own $(basename "$own")"
+new_shared mlink
+mkdir -p "$WORK/elsewhere.m"; chmod 0777 "$WORK/elsewhere.m"
+as "$B" ln -s "$WORK/elsewhere.m" "$S/mounts/$KA"
+shimA_reads "B's symlink at A's mounts/<K_A>" tokenizer.json HFS3_VERIFY_FOREIGN=1
+[ -z "$(ls -A "$WORK/elsewhere.m")" ] || fail "something was written through B's symlink"
+ok "B's symlink at A's mounts/<K_A>: A's shim (HFS3_VERIFY_FOREIGN=1) works in a directory of its own"
+
 # ---- round 4, 3. B's bad plants at blobs/<sha> under HFS3_VERIFY_FOREIGN=1: A downloads its own copy ----
 new_shared plants
 as "$B" bash -c "umask 027; mkdir -p '$S/blobs' && : >'$S/blobs/$cfg' &&
