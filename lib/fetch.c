@@ -1543,11 +1543,20 @@ int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path)
     if (!mpath)
         return hfs3_err(-ENOMEM, "out of memory");
     int mfd = hfs3_cache_opendir(c, c->mounts, mountkey, 0, 0, c->p_mounts);
+    struct stat ms, cs = {0};
+    /* HFS3_VERIFY_FOREIGN=1: a member may make cblobs/ (or a file, a symlink there) in the user's own sticky mount
+     * directory before the user does; its owner moves that out of the way rather than be refused for good */
+    if (mfd >= 0 && c->verify_foreign && fstat(mfd, &ms) == 0 && ms.st_uid == c->uid &&
+        fstatat(mfd, "cblobs", &cs, AT_SYMLINK_NOFOLLOW) == 0 && cs.st_uid != c->uid && cs.st_uid != 0) {
+        blob_at m = {mfd, mpath, NULL, 0};
+        if (move_aside(&m, "cblobs", (unsigned)cs.st_uid) < 0)
+            hfs3_debug("cache: %s/cblobs is uid %u's and cannot be moved aside: %s", mpath, (unsigned)cs.st_uid,
+                       strerror(errno));
+    }
     /* sticky like blobs/: a member of a shared cache cannot replace what another one verified */
     int fd = mfd < 0 ? mfd : hfs3_cache_opendir(c, mfd, "cblobs", c->dir_mode, 1, mpath);
     /* HFS3_VERIFY_FOREIGN=1: what is served from here must be where only this user (or root) can rename it
-     * (include/hfs3/serve.h); a member can make mounts/<key>/cblobs in a mount directory of the user's first */
-    struct stat ms, cs = {0};
+     * (include/hfs3/serve.h) */
     const char *why = NULL;
     if (fd >= 0 && c->verify_foreign &&
         (fstat(mfd, &ms) < 0 || fstat(fd, &cs) < 0 || (why = hfs3_serve_dir_refusal(&ms, c->uid)) ||

@@ -141,11 +141,11 @@ for line in open(sys.argv[1]):
     if call == "openat":
         name = re.search(r'"([^"]*)"', args)
         base = name.group(1).rsplit("/", 1)[-1] if name else ""
-        if base in shas and ret >= 0:
-            fds[(pid, ret)] = base
+        if ret >= 0:   # a descriptor number reused (close is not traced) names the file opened last
+            fds[(pid, ret)] = base if base in shas else None
         continue
     fd = args.split(",")[4].strip() if call == "mmap" else args.split(",")[0]
-    if fd.strip().lstrip("-").isdigit() and (pid, int(fd)) in fds and (call == "mmap" or ret > 0):
+    if fd.strip().lstrip("-").isdigit() and fds.get((pid, int(fd))) and (call == "mmap" or ret > 0):
         bad.append("%s %s of %s" % (pid, call, fds[(pid, int(fd))]))
 if bad:
     print("read:", bad[:5], file=sys.stderr)
@@ -206,6 +206,23 @@ as "$B" ln -s "$WORK/elsewhere.m" "$S/mounts/$KA"
 shimA_reads "B's symlink at A's mounts/<K_A>" tokenizer.json HFS3_VERIFY_FOREIGN=1
 [ -z "$(ls -A "$WORK/elsewhere.m")" ] || fail "something was written through B's symlink"
 ok "B's symlink at A's mounts/<K_A>: A's shim (HFS3_VERIFY_FOREIGN=1) works in a directory of its own"
+
+# ---- round 4, 2. B plants in A's own mount directory (sticky, group-writable): cblobs/ itself, cblobs/<sha> ----
+new_shared cbdir
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's _index"; }
+[ "$(stat -c %u "$S/mounts/$KA")" = "$A" ] || fail "test setup: mounts/<K_A> is not A's"
+as "$B" bash -c "mkdir -m 3770 '$S/mounts/$KA/cblobs' && mkdir '$S/mounts/$KA/cblobs/$big'"
+shimA_reads "B's cblobs/ in A's own mount directory" model.safetensors HFS3_VERIFY_FOREIGN=1
+[ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] || fail "A's cblobs/ is not A's"
+ok "B's cblobs/ made first in A's own mount directory: moved aside, A's shim (HFS3_VERIFY_FOREIGN=1) reads the file"
+new_shared cbsha
+HFS3_VERIFY_FOREIGN=1 runA _get "$R" config.json
+[ "$st" = 0 ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] || { cat "$WORK/err" >&2; fail "test setup: A's cblobs/"; }
+as "$B" bash -c "mkdir '$S/mounts/$KA/cblobs/$big' && mkdir '$S/mounts/$KA/cblobs/$tok' && touch '$S/mounts/$KA/cblobs/$big/x'"
+shimA_reads "B's directory at A's cblobs/<sha>" model.safetensors HFS3_VERIFY_FOREIGN=1
+shimA_reads "B's directory at A's cblobs/<sha>" tokenizer.json HFS3_VERIFY_FOREIGN=1
+ok "B's directories at A's own cblobs/<sha>: moved aside, A's shim (HFS3_VERIFY_FOREIGN=1) reads its own copies"
 
 # ---- round 4, 3. B's bad plants at blobs/<sha> under HFS3_VERIFY_FOREIGN=1: A downloads its own copy ----
 new_shared plants
