@@ -238,9 +238,17 @@ for f in config.json tokenizer.json model.safetensors extra.txt; do
   [ -n "$(find "$S/mounts" -path "*/cblobs/$sha" -user "$A" -links 1)" ] || fail "no own copy of $f in A's cblobs/"
 done
 ok "B's 0-byte, sparse, hard-linked and directory plants at blobs/<sha>: A's shim (HFS3_VERIFY_FOREIGN=1) reads its own downloaded copy"
-# offline a bad plant stays an error that names it (nothing to download)
+# offline, A's own copy beside the plant is what is served
 as "$B" bash -c "mkdir -p '$S/blobs' 2>/dev/null; : >'$S/blobs/$(printf '%064d' 0)'"
 HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 runA _get "$R" config.json
 [ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's offline _get of its own copy"; }
 ok "offline, A's own copy is what is served beside B's plant"
+# ---- round 4, 4. those copies stay beside B's plants after the flush: gc still counts and evicts them ----
+for _ in $(seq 1 300); do [ -z "$(find "$S/unflushed" -name '*.m*' -print -quit)" ] && break; sleep 0.1; done
+[ -z "$(find "$S/unflushed" -name '*.m*' -print -quit)" ] || fail "the flush did not finish: $(ls "$S/unflushed")"
+[ -n "$(find "$S/mounts" -path "*/cblobs/$big" -user "$A")" ] || fail "test setup: the flush did not keep A's copy"
+HFS3_VERIFY_FOREIGN=1 runA cache gc --max 0
+[ -z "$(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)" ] ||
+  { cat "$WORK/out" "$WORK/err" >&2; fail "gc --max 0 left A's kept copies: $(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)"; }
+ok "A's own copies kept beside B's plants after the flush: found and evicted by gc --max 0"
 echo "all ok"
