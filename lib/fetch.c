@@ -1386,6 +1386,22 @@ static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked
     return rc;
 }
 
+/* HFS3_VERIFY_FOREIGN=1 without chunk digests: the user's own mounts/<f->own>/cblobs into *mine (whole-file
+ * checked: chunked 0), its record name into rec. 0, or -1 (logged at debug: the caller goes on without it). */
+static int own_cblobs(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, blob_at *mine, char *rec,
+                      size_t rn, char **cpath)
+{
+    snprintf(rec, rn, "%s.m%s", f->sha256, f->own);
+    if ((mine->dir = hfs3_fetch_cblobs(c, f->own, cpath)) < 0) {
+        hfs3_debug("%s: %s", r->spec, hfs3_errmsg());
+        mine->dir = -1;
+        return -1;
+    }
+    mine->dpath = *cpath;
+    mine->chunked = 0;
+    return 0;
+}
+
 int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
                hfs3_fetch_result *res)
 {
@@ -1421,19 +1437,20 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     }
     else if (c->verify_foreign && f->own && f->size > 0) {
         /* this user's own copy of a blob a member holds, or planted bad, in blobs/: hashed whole, kept in the
-         * user's own cblobs/ (own_copy, and the download below when blobs/<sha> is a member's bad plant) */
-        snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
-        if ((mine.dir = hfs3_fetch_cblobs(c, f->own, &cpath)) < 0) {
-            hfs3_debug("%s: %s", r->spec, hfs3_errmsg());
-            mine.dir = -1;
-        }
-        mine.dpath = cpath;
-        mine.chunked = 0;
+         * user's own cblobs/ (own_copy, and the download below when blobs/<sha> is a member's bad plant); looked
+         * at when that directory is there, made only when a plant needs it */
+        char rel[40];
+        struct stat cst;
+        snprintf(rel, sizeof rel, "%s/cblobs", f->own);
+        if (fstatat(c->mounts, rel, &cst, AT_SYMLINK_NOFOLLOW) == 0)
+            own_cblobs(c, r, f, &mine, rec, sizeof rec, &cpath);
     }
     const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
     char plant[1100] = "";
     if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res, plant, sizeof plant)) < 0)
         goto failed;
+    if (plant[0] && !at2 && f->own && own_cblobs(c, r, f, &mine, rec, sizeof rec, &cpath) == 0)
+        at2 = &mine;
     if (rc == 1) {
         rc = 0;
         res->cached = 1;
