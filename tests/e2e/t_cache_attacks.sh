@@ -494,8 +494,10 @@ ok "attack 1: a 0660 manifest.json of A's (written before this version) is not t
 # B takes A's own directory first: never served from B's directory, and (issue 32 round 4) A is not refused
 # either: it works in a directory of its own of the other shape (include/hfs3/ownkey.h)
 as "$B" mkdir -m 3770 "$S/mounts/$(keyof s3test:models/m2 "$A")"
-HFS3_VERIFY_FOREIGN=1 runA _index s3test:models/m2
-succeeded "B made A's own mount directory first"
+HFS3_VERIFY_FOREIGN=1 runA _index s3test:models/m2   # (m2 has no manifest: A's helper gets as far as S3)
+! grep -q "must be your own" "$WORK/err" && grep -q "no manifest at" "$WORK/err" ||
+  { cat "$WORK/err" >&2; fail "B made A's own mount directory first: A was refused the REMOTE"; }
+ok "B made A's own mount directory first: A's helper works in one of its own (it went on to S3: $(cat "$WORK/err"))"
 [ -z "$(ls -A "$S/mounts/$(keyof s3test:models/m2 "$A")")" ] || fail "A wrote into B's directory"
 victim_ok "attack 1"
 
