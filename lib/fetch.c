@@ -1040,6 +1040,9 @@ out:
  * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
  * comes back with the lock): flushed and its record removed when it matches, removed and fetched again
  * otherwise. */
+/* blob_check's error for the member's plant it answered 3 for (this thread's last) */
+static _Thread_local int plant_rc;
+
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at)
 {
     struct stat st;
@@ -1116,6 +1119,7 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
         struct stat dst;
         if (fstat(at->dir, &dst) == 0 && dst.st_uid == c->uid && move_aside(at, f->sha256, st.st_uid) == 0)
             return 0;
+        plant_rc = rc;
         return 3;
     }
     return rc;
@@ -1363,11 +1367,12 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
  * copied (own_copy) under the lock; without it (locked 0) it counts as absent: the caller takes the lock and
  * asks again. */
 static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *shared,
-                       const blob_at *at2, hfs3_fetch_result *res, char *plant, size_t pn)
+                       const blob_at *at2, hfs3_fetch_result *res, char *plant, size_t pn, int *prc)
 {
     int rc = blob_check(c, f, locked, shared), r2 = 0;
     if (rc == 3) {   /* a member's bad blob: absent for this user, whose own copy goes to cblobs/ */
         snprintf(plant, pn, "%s", hfs3_errmsg());
+        *prc = plant_rc < 0 ? plant_rc : -EPERM;
         rc = 0;
     }
     if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0 || r2 == 3)))
@@ -1381,6 +1386,7 @@ static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked
      * downloads its own copy; offline the caller answers this line) */
     if (rc == -EBADMSG && f->own) {
         snprintf(plant, pn, "%s", hfs3_errmsg());
+        *prc = rc;
         rc = 0;
     }
     return rc;
@@ -1447,7 +1453,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
     }
     const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
     char plant[1100] = "";
-    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res, plant, sizeof plant)) < 0)
+    int prc = -EPERM;
+    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res, plant, sizeof plant, &prc)) < 0)
         goto failed;
     if (plant[0] && !at2 && f->own && own_cblobs(c, r, f, &mine, rec, sizeof rec, &cpath) == 0)
         at2 = &mine;
@@ -1463,7 +1470,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         if (rc < 0)
             goto failed;
         plant[0] = 0;
-        if ((rc = blobs_check(c, f, 1, &shared, at2, res, plant, sizeof plant)) < 0)
+        if ((rc = blobs_check(c, f, 1, &shared, at2, res, plant, sizeof plant, &prc)) < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -1472,7 +1479,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         }
     }
     if (plant[0] && hfs3_env_bool("HFS3_OFFLINE", 0)) {
-        rc = hfs3_err(-EPERM, "%s", plant);   /* a member's bad blob, and no download to replace it */
+        rc = hfs3_err(prc, "%s", plant);   /* a member's bad blob, and no download to replace it */
         goto failed;
     }
     if (plant[0])
