@@ -955,6 +955,9 @@ static int copy_bytes(int src, int dst, uint64_t size)
 
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at);
 
+/* blob_check's error for the member's plant it answered 3 for (this thread's last) */
+static _Thread_local int plant_rc;
+
 /* HFS3_VERIFY_FOREIGN=1 and src/<sha> is there but not this user's to serve (blob_check said 2: a member's
  * blob, one in a member's directory): this user's own copy of it goes to mounts/<f->own>/cblobs/<sha>, which
  * the shim serves. The bytes are copied into a new temp file of this user's (0600: nobody else can change it),
@@ -1036,13 +1039,11 @@ out:
  * user's, or in a directory another user owns): the caller serves its own copy of it (own_copy), or the error
  * that refuses it: not a regular file or of an owner the rules refuse, more than one
  * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
- * not match. A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
+ * not match; 3 (HFS3_VERIFY_FOREIGN=1) a member's bad one, which is not this user's to remove: absent for it (the
+ * error's code in plant_rc, its line set). A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
  * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
  * comes back with the lock): flushed and its record removed when it matches, removed and fetched again
  * otherwise. */
-/* blob_check's error for the member's plant it answered 3 for (this thread's last) */
-static _Thread_local int plant_rc;
-
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at)
 {
     struct stat st;
@@ -1440,8 +1441,7 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             mine.dir = -1;
         }
         mine.dpath = cpath;
-    }
-    else if (c->verify_foreign && f->own && f->size > 0) {
+    } else if (c->verify_foreign && f->own && f->size > 0) {
         /* this user's own copy of a blob a member holds, or planted bad, in blobs/: hashed whole, kept in the
          * user's own cblobs/ (own_copy, and the download below when blobs/<sha> is a member's bad plant); looked
          * at when that directory is there, made only when a plant needs it */
