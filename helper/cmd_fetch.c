@@ -136,7 +136,10 @@ static int fetch_entry(const hfs3_cache *c, const hfs3_remote *r, const hfs3_man
     char mkey[17];
     /* the mount whose manifest vouches for the chunk digests: the user's own under HFS3_VERIFY_FOREIGN=1, where the
      * shim looks (include/hfs3/index.h) */
-    hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);
+    if (hfs3_cache_mount_key(c, r->spec, 1, mkey) < 0) {
+        free(key);
+        return -EPERM;
+    }
     hfs3_fetch_file f = {e->path, key, e->size, e->sha256, e->etag, e->chunks ? m->chunk_size : 0, e->chunks,
                          chunks ? mkey : NULL, c->verify_foreign ? mkey : NULL};
     int rc = hfs3_fetch(c, r, &f, o, res);
@@ -677,7 +680,8 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         pin_cap = rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : rl.rlim_cur > 512 ? (size_t)rl.rlim_cur - 256 : 0;
     }
     char mkey[17];
-    hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);
+    if (hfs3_cache_mount_key(c, r->spec, 1, mkey) < 0)
+        hfs3_mountkey_as(r->spec, c->verify_foreign, (unsigned)c->uid, mkey);   /* its files failed already */
     pthread_mutex_init(&p.mu, NULL);
     fetch_files ff = {.c = c, .r = r, .m = m, .order = order, .n = n, .p = &p, .pins = pins, .failed_k = failed_k,
                       .pin_cap = pin_cap, .chunks = verify_chunks(0),

@@ -3,6 +3,7 @@
  * and the refresh of a mount's manifest + index (`_index`). How files inside are opened and created is
  * cachefs.c's; fetching blobs fetch.c's; the index format index.c's; HTTP s3.c's. */
 #include "hfs3/cache.h"
+#include "hfs3/ownkey.h"
 #include "hfs3/hub.h"
 #include "hfs3/gc.h"
 
@@ -429,10 +430,35 @@ char *hfs3_cache_path(const hfs3_cache *c, const char *sub, const char *name, co
     return hfs3_buf_take(&b, NULL);
 }
 
+int hfs3_cache_mount_key(const hfs3_cache *c, const char *spec, int create, char key[17])
+{
+    if (!(c->verify_foreign && c->shared)) {
+        hfs3_mountkey_as(spec, c->verify_foreign, (unsigned)c->uid, key);
+        return 0;
+    }
+    /* the predictable name while it is free or this user's; else one of this user's own that no member could
+     * take first (include/hfs3/ownkey.h, the shim's rule too) */
+    char buf[8192];
+    int rc = hfs3_ownkey(c->mounts, spec, (unsigned)c->uid, create, 03770, buf, sizeof buf, key);
+    if (rc == 1)
+        hfs3_debug("cache: the usual mount directory for %s is another user's: using your own %s/%s", spec,
+                   c->p_mounts, key);
+    if (rc == -ENOENT)
+        return hfs3_err(rc, "cache: %s: no mount directory of yours for %s (another user holds its usual name)",
+                        c->p_mounts, spec);
+    if (rc < 0)
+        return hfs3_err(rc, "cache: %s: no mount directory of yours can be made for %s (another user holds its "
+                        "usual name): %s; ask root to remove that user's directory", c->p_mounts, spec,
+                        strerror(-rc));
+    return 0;
+}
+
 int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char **path)
 {
     char key[17];
-    hfs3_mountkey_as(spec, c->verify_foreign, (unsigned)c->uid, key);
+    int krc = hfs3_cache_mount_key(c, spec, create, key);
+    if (krc < 0)
+        return krc;
     /* not sticky: every member's refresh replaces index, manifest.json and etag in it; under
      * HFS3_VERIFY_FOREIGN=1 the user's own directory (hfs3_mountkey_as), sticky, and only while it is the user's */
     int own = c->verify_foreign && c->shared;

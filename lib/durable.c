@@ -317,6 +317,20 @@ static int same_file(int dir, const char *name, int fd)
            a.st_ino == b.st_ino;
 }
 
+/* unflushed/<sha>.k<key> for the record <sha>.m<key>: an empty file of this user's, never read; the flush passes
+ * over such names (blob_name_ok). */
+static void mark_kept(const hfs3_cache *c, const char *name)
+{
+    char k[96];
+    snprintf(k, sizeof k, "%s", name);
+    k[65] = 'k';
+    int fd = openat(c->unflushed, k, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+    if (fd >= 0)
+        close(fd);
+    else if (errno != EEXIST)
+        hfs3_debug("%s/%s: %s", c->p_unflushed, k, strerror(errno));
+}
+
 /* One record: the blob flushed (fdatasync, fsync of its directory), a chunk-checked one hashed whole and moved
  * into blobs/, then the record removed. The blob's lock (locks/<sha>.lock, what every open and fetch of it
  * takes) is held only to look and to settle, never across the disk or the hash: an open waiting on that lock
@@ -400,6 +414,13 @@ static int flush_one(void *ud, const char *name)
                 r = drop_oversize(c, dir, sha, (long long)st.st_size, size);
             else
                 r = promote(c, dir, sha, fd, hex);
+            struct stat now;
+            /* a copy the promotion kept (HFS3_VERIFY_FOREIGN=1: blobs/<sha> is a file its owner may not be
+             * served) is still a cached file: marked unflushed/<sha>.k<key> first, so that gc finds it, counts it
+             * in the budget and can evict it, as it does one with its record (lib/gc.c list_cblobs) */
+            if (r == 0 && chunked && fstatat(dir, sha, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+                now.st_dev == st.st_dev)
+                mark_kept(c, name);
             if (r == 0)
                 drop_record(c, name);
             else if (!leave)

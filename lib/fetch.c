@@ -240,6 +240,7 @@ typedef struct fetch_job {
     int direct;           /* checked by its chunk digests alone, for the mount's cblobs/ (no whole-file hash) */
     int cdir;             /* direct: mounts/<key>/cblobs, checked */
     const char *cpath;    /* its path, for messages */
+    int into_own;         /* not direct, and installed into cdir (HFS3_VERIFY_FOREIGN=1: blobs/<sha> a member's bad plant) */
     char rec[96];         /* direct: its name in unflushed/, "<sha256>.m<key>" */
     uint32_t ndone;       /* ranges in the .part (CH_DONE) */
     int handed_on;        /* o->downloaded was called: every range had started */
@@ -879,6 +880,29 @@ static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const ch
     return 0;
 }
 
+/* A member's entry at at->dir/name, a directory of this user's own: removed (a file), or renamed to a fresh
+ * .aside.<name>.<random> (a directory, which only its owner may empty), never opened or followed. 0 or -errno. */
+static int move_aside(const blob_at *at, const char *name, unsigned uid)
+{
+    if (unlinkat(at->dir, name, 0) == 0) {
+        hfs3_warn("cache: %s/%s was uid %u's, in a directory of your own: removed (HFS3_VERIFY_FOREIGN=1 serves only "
+                  "your own copy)", at->dpath, name, uid);
+        return 0;
+    }
+    if (errno != EISDIR && errno != EPERM)
+        return -errno;
+    unsigned long long r;
+    char aside[128];
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        return -EAGAIN;
+    snprintf(aside, sizeof aside, ".aside.%.64s.%016llx", name, r);
+    if (renameat2(at->dir, name, at->dir, aside, RENAME_NOREPLACE) < 0)
+        return -errno;
+    hfs3_warn("cache: %s/%s was uid %u's directory, in a directory of your own: moved aside to %s (HFS3_VERIFY_FOREIGN=1 "
+              "serves only your own copy)", at->dpath, name, uid, aside);
+    return 0;
+}
+
 /* serve.h's rule for the file st found as at->dir/<sha>: NULL when it may be served to this user as it is. */
 static const char *serve_refusal(const hfs3_cache *c, const blob_at *at, const struct stat *st, uint64_t size)
 {
@@ -930,6 +954,9 @@ static int copy_bytes(int src, int dst, uint64_t size)
 }
 
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at);
+
+/* blob_check's error for the member's plant it answered 3 for (this thread's last) */
+static _Thread_local int plant_rc;
 
 /* HFS3_VERIFY_FOREIGN=1 and src/<sha> is there but not this user's to serve (blob_check said 2: a member's
  * blob, one in a member's directory): this user's own copy of it goes to mounts/<f->own>/cblobs/<sha>, which
@@ -1012,7 +1039,8 @@ out:
  * user's, or in a directory another user owns): the caller serves its own copy of it (own_copy), or the error
  * that refuses it: not a regular file or of an owner the rules refuse, more than one
  * link, a size other than the manifest's, or (HFS3_VERIFY_FOREIGN=1) another user's blob whose content does
- * not match. A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
+ * not match; 3 (HFS3_VERIFY_FOREIGN=1) a member's bad one, which is not this user's to remove: absent for it (the
+ * error's code in plant_rc, its line set). A blob recorded unflushed under another boot (durable.h: a crash may have torn it) is hashed
  * again before it is served, under its lock (locked; without the lock it counts as absent, 0, and the caller
  * comes back with the lock): flushed and its record removed when it matches, removed and fetched again
  * otherwise. */
@@ -1083,6 +1111,17 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
         if (locked && hfs3_unflushed_state(c, at->rec, st.st_uid) == 2)
             (void)unlinkat(c->unflushed, at->rec, 0);
         return 0;
+    }
+    /* HFS3_VERIFY_FOREIGN=1 and a member's bad entry (a directory, 0 bytes, a second link...): never served, and
+     * it must not lock this user out for as long as it stays. In a directory of this user's own (sticky: only its
+     * owner may move what others put there) it is moved out of the way; elsewhere (blobs/) it counts as absent,
+     * 3: online the caller fetches this user's own copy into its cblobs/, offline it answers this error */
+    if (rc < 0 && c->verify_foreign && st.st_uid != c->uid && st.st_uid != 0) {
+        struct stat dst;
+        if (fstat(at->dir, &dst) == 0 && dst.st_uid == c->uid && move_aside(at, f->sha256, st.st_uid) == 0)
+            return 0;
+        plant_rc = rc;
+        return 3;
     }
     return rc;
 }
@@ -1272,6 +1311,8 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     }
     blob_at shared;
     at_shared(j->c, j->f, &shared);
+    if (j->into_own)   /* blobs/<sha> is a member's bad plant: this user's own copy, hashed whole */
+        shared = (blob_at){j->cdir, j->cpath, j->rec, 0};
     rc = install_blob(j->c, &shared, j->fd, j->part, j->f->sha256, j->sync, &res->unflushed);
     if (rc == 1)
         rc = blob_check(j->c, j->f, 1, &shared) == 1 ? 0 : hfs3_err_wrap(-EEXIST, "another blob took its place");
@@ -1327,14 +1368,45 @@ static int fetch_empty(const hfs3_cache *c, const hfs3_fetch_file *f)
  * copied (own_copy) under the lock; without it (locked 0) it counts as absent: the caller takes the lock and
  * asks again. */
 static int blobs_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *shared,
-                       const blob_at *at2, hfs3_fetch_result *res)
+                       const blob_at *at2, hfs3_fetch_result *res, char *plant, size_t pn, int *prc)
 {
     int rc = blob_check(c, f, locked, shared), r2 = 0;
-    if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0)))
-        return rc == 1 || rc < 0 ? rc : r2;
+    if (rc == 3) {   /* a member's bad blob: absent for this user, whose own copy goes to cblobs/ */
+        snprintf(plant, pn, "%s", hfs3_errmsg());
+        *prc = plant_rc < 0 ? plant_rc : -EPERM;
+        rc = 0;
+    }
+    if (rc == 1 || rc < 0 || (at2 && ((r2 = blob_check(c, f, locked, at2)) == 1 || r2 < 0 || r2 == 3)))
+        return rc == 1 || rc < 0 ? rc : r2 == 3 ? -EPERM : r2;
     if (rc != 2 && r2 != 2)
         return 0;
-    return locked ? own_copy(c, f, rc == 2 ? shared : at2, res) : 0;
+    if (!locked)
+        return 0;
+    rc = own_copy(c, f, rc == 2 ? shared : at2, res);
+    /* the member's blob is not what the manifest says: as absent as a bad one of theirs (online this user
+     * downloads its own copy; offline the caller answers this line) */
+    if (rc == -EBADMSG && f->own) {
+        snprintf(plant, pn, "%s", hfs3_errmsg());
+        *prc = rc;
+        rc = 0;
+    }
+    return rc;
+}
+
+/* HFS3_VERIFY_FOREIGN=1 without chunk digests: the user's own mounts/<f->own>/cblobs into *mine (whole-file
+ * checked: chunked 0), its record name into rec. 0, or -1 (logged at debug: the caller goes on without it). */
+static int own_cblobs(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, blob_at *mine, char *rec,
+                      size_t rn, char **cpath)
+{
+    snprintf(rec, rn, "%s.m%s", f->sha256, f->own);
+    if ((mine->dir = hfs3_fetch_cblobs(c, f->own, cpath)) < 0) {
+        hfs3_debug("%s: %s", r->spec, hfs3_errmsg());
+        mine->dir = -1;
+        return -1;
+    }
+    mine->dpath = *cpath;
+    mine->chunked = 0;
+    return 0;
 }
 
 int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file *f, const hfs3_fetch_opts *o,
@@ -1369,10 +1441,23 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             mine.dir = -1;
         }
         mine.dpath = cpath;
+    } else if (c->verify_foreign && f->own && f->size > 0) {
+        /* this user's own copy of a blob a member holds, or planted bad, in blobs/: hashed whole, kept in the
+         * user's own cblobs/ (own_copy, and the download below when blobs/<sha> is a member's bad plant); looked
+         * at when that directory is there, made only when a plant needs it */
+        char rel[40];
+        struct stat cst;
+        snprintf(rel, sizeof rel, "%s/cblobs", f->own);
+        if (fstatat(c->mounts, rel, &cst, AT_SYMLINK_NOFOLLOW) == 0)
+            own_cblobs(c, r, f, &mine, rec, sizeof rec, &cpath);
     }
     const blob_at *at2 = mine.dir >= 0 ? &mine : NULL;
-    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res)) < 0)
+    char plant[1100] = "";
+    int prc = -EPERM;
+    if ((rc = blobs_check(c, f, o->lock_fd >= 0, &shared, at2, res, plant, sizeof plant, &prc)) < 0)
         goto failed;
+    if (plant[0] && !at2 && f->own && own_cblobs(c, r, f, &mine, rec, sizeof rec, &cpath) == 0)
+        at2 = &mine;
     if (rc == 1) {
         rc = 0;
         res->cached = 1;
@@ -1384,7 +1469,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         if (rc < 0)
             goto failed;
-        if ((rc = blobs_check(c, f, 1, &shared, at2, res)) < 0)
+        plant[0] = 0;
+        if ((rc = blobs_check(c, f, 1, &shared, at2, res, plant, sizeof plant, &prc)) < 0)
             goto failed;
         if (rc == 1) {
             rc = 0;
@@ -1392,6 +1478,12 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
             goto out;
         }
     }
+    if (plant[0] && hfs3_env_bool("HFS3_OFFLINE", 0)) {
+        rc = hfs3_err(prc, "%s", plant);   /* a member's bad blob, and no download to replace it */
+        goto failed;
+    }
+    if (plant[0])
+        hfs3_info("%s; HFS3_VERIFY_FOREIGN=1: downloading your own copy into %s", plant, cpath ? cpath : "cblobs/");
     if (hfs3_env_bool("HFS3_OFFLINE", 0) && f->size > 0) {
         rc = hfs3_err(-ENETDOWN, "HFS3_OFFLINE=1 and the file is not in the cache");
         goto failed;
@@ -1403,7 +1495,8 @@ int hfs3_fetch(const hfs3_cache *c, const hfs3_remote *r, const hfs3_fetch_file 
         rc = fetch_empty(c, f);
     } else {
         fetch_job j = {.c = c, .r = r, .f = f, .o = o, .fd = -1, .done_fd = -1, .sync = hfs3_durable_sync(),
-                       .direct = at2 != NULL, .cdir = mine.dir, .cpath = cpath};
+                       .direct = at2 != NULL && mine.chunked, .cdir = mine.dir, .cpath = cpath,
+                       .into_own = plant[0] && at2 != NULL};
         snprintf(j.rec, sizeof j.rec, "%s", rec);
         int conns = o->connections > 0 ? o->connections : hfs3_fetch_connections();
         /* no count asked for: the tuner decides how many connections run; ranges as planned for the default */
@@ -1474,11 +1567,20 @@ int hfs3_fetch_cblobs(const hfs3_cache *c, const char *mountkey, char **path)
     if (!mpath)
         return hfs3_err(-ENOMEM, "out of memory");
     int mfd = hfs3_cache_opendir(c, c->mounts, mountkey, 0, 0, c->p_mounts);
+    struct stat ms, cs = {0};
+    /* HFS3_VERIFY_FOREIGN=1: a member may make cblobs/ (or a file, a symlink there) in the user's own sticky mount
+     * directory before the user does; its owner moves that out of the way rather than be refused for good */
+    if (mfd >= 0 && c->verify_foreign && fstat(mfd, &ms) == 0 && ms.st_uid == c->uid &&
+        fstatat(mfd, "cblobs", &cs, AT_SYMLINK_NOFOLLOW) == 0 && cs.st_uid != c->uid && cs.st_uid != 0) {
+        blob_at m = {mfd, mpath, NULL, 0};
+        if (move_aside(&m, "cblobs", (unsigned)cs.st_uid) < 0)
+            hfs3_debug("cache: %s/cblobs is uid %u's and cannot be moved aside: %s", mpath, (unsigned)cs.st_uid,
+                       strerror(errno));
+    }
     /* sticky like blobs/: a member of a shared cache cannot replace what another one verified */
     int fd = mfd < 0 ? mfd : hfs3_cache_opendir(c, mfd, "cblobs", c->dir_mode, 1, mpath);
     /* HFS3_VERIFY_FOREIGN=1: what is served from here must be where only this user (or root) can rename it
-     * (include/hfs3/serve.h); a member can make mounts/<key>/cblobs in a mount directory of the user's first */
-    struct stat ms, cs = {0};
+     * (include/hfs3/serve.h) */
     const char *why = NULL;
     if (fd >= 0 && c->verify_foreign &&
         (fstat(mfd, &ms) < 0 || fstat(fd, &cs) < 0 || (why = hfs3_serve_dir_refusal(&ms, c->uid)) ||

@@ -246,9 +246,16 @@ static uint64_t list_cblobs(const hfs3_cache *c, hfs3_gc_blob **v, size_t *len, 
     char rel[128];
     while ((de = readdir(d)) != NULL) {
         const char *n = de->d_name;
-        if (strlen(n) != 64 + 2 + 16 || n[64] != '.' || n[65] != 'm' || strspn(n, "0123456789abcdef") != 64 ||
-            strspn(n + 66, "0123456789abcdef") != 16)
+        /* <sha>.k<key>: a copy the flush kept in cblobs/ beside a blob its owner may not be served (durable.c
+         * mark_kept); counted once, when its <sha>.m<key> record is not there too */
+        if (strlen(n) != 64 + 2 + 16 || n[64] != '.' || (n[65] != 'm' && n[65] != 'k') ||
+            strspn(n, "0123456789abcdef") != 64 || strspn(n + 66, "0123456789abcdef") != 16)
             continue;
+        if (n[65] == 'k') {
+            snprintf(rel, sizeof rel, "%.64s.m%.16s", n, n + 66);
+            if (fstatat(c->unflushed, rel, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                continue;
+        }
         /* through no symlink (a record planted by a member could point mounts/K or cblobs outside the cache) */
         int mfd = openat(c->mounts, n + 66, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int cfd = mfd < 0 ? -1 : openat(mfd, "cblobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -456,6 +463,8 @@ static int remove_cblob(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run)
     } else if ((rc = hfs3_gc_unlink_unpinned(c, dir, dpath, b->sha, dry_run)) == 0 && !dry_run) {
         char rec[96];
         snprintf(rec, sizeof rec, "%s.m%s", b->sha, b->mount);
+        (void)unlinkat(c->unflushed, rec, 0);
+        rec[65] = 'k';   /* or its mark as a kept copy */
         (void)unlinkat(c->unflushed, rec, 0);
     }
     if (dir >= 0)

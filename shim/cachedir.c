@@ -8,6 +8,7 @@
  * (the user asked for that one). Either way one log line says what happened; with no usable cache, every
  * mount is an empty directory and everything inside fails with EIO. */
 #include "shim.h"
+#include "hfs3/ownkey.h"
 #include "hfs3/serve.h"
 
 #include <pthread.h>
@@ -406,4 +407,37 @@ void sh_cache_after_fork(void)
     /* a decision interrupted by fork in another thread would never finish in the child */
     int one = 1;
     __atomic_compare_exchange_n(&state, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* HFS3_VERIFY_FOREIGN=1 in a shared cache: the mount's directory is the user's own (include/hfs3/ownkey.h, the
+ * helper's rule): the predictable mounts/<key> while it is free or the user's, else the user's own directory of
+ * the other shape, found (or made) here as the helper finds it. A member who took the predictable name first then
+ * costs the user one listing of mounts/ per process, never the mount. Called by a mount's load before its
+ * directory is used (m->key and m->dir change only then); errno preserved. */
+void sh_mount_ownkey(struct sh_mount *m)
+{
+    if (!sh_verify_foreign || !sh_cache_shared() || sh_in_vfork())
+        return;
+    int e = errno;
+    SH_SCRATCH(t);
+    if ((size_t)snprintf(t->a, SH_SCR, "%s/mounts", sh_cache) >= SH_SCR)
+        goto out;
+    int mfd = sh_cache_open(t->a, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (mfd < 0 && errno == ENOENT && sh_mkdirs(t->a) == 0)
+        mfd = sh_cache_open(t->a, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (mfd < 0)
+        goto out;
+    char key[17];
+    int rc = hfs3_ownkey(mfd, m->remote, (unsigned)geteuid(), 1, 03770, t->b, SH_SCR, key);
+    sh_r.close(mfd);
+    if (rc == 1 && (size_t)snprintf(t->c, SH_SCR, "%s/mounts/%s", sh_cache, key) < sizeof m->dir) {
+        sh_log(1, "%s: %s is another user's: using your own %s (HFS3_VERIFY_FOREIGN=1)", m->path, m->dir, t->c);
+        memcpy(m->key, key, sizeof key);
+        memcpy(m->dir, t->c, strlen(t->c) + 1);
+    } else if (rc < 0) {
+        sh_log(0, "%s: %s is another user's and no directory of your own could be made beside it (%s): ask root "
+               "to remove it", m->path, m->dir, strerror(-rc));
+    }
+out:
+    errno = e;
 }

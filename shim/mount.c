@@ -139,6 +139,7 @@ static void load(struct sh_mount *m)
         return;
     }
     int mkerr = 0;
+    sh_mount_ownkey(m);
     snprintf(p, SH_SCR, "%s/index", m->dir);
     struct stat st;
     int have = sh_r.stat(p, &st) == 0;

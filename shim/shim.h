@@ -410,6 +410,7 @@ struct sh_lockjob {
 int sh_run_locked(const struct sh_lockjob *j);
 void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
+void sh_mount_ownkey(struct sh_mount *m);   /* cachedir.c: under HFS3_VERIFY_FOREIGN=1, the user's own mounts/<key> */
 /* open of a file under CACHE, every directory on the way reached from the checked cache descriptor (helper.c) */
 int sh_cache_open(const char *path, int flags, mode_t mode);
 /* The same, and *dir gets the fstat of the directory the file was opened from (st_mode 0: none, a path outside) */

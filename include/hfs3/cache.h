@@ -117,6 +117,10 @@ int hfs3_cache_scan(int dirfd, const char *prefix, const char *suffix, hfs3_cach
  * every member's refresh replaces the files in it), opened and checked. Returns its descriptor; *path
  * (may be NULL) gets its malloc'd path. */
 int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char **path);
+/* The key of the mount directory this user works in for spec (16 hex + NUL into key): hfs3_mountkey_as's; under
+ * HFS3_VERIFY_FOREIGN=1 in a shared cache, one of the user's own when a member holds that name
+ * (include/hfs3/ownkey.h), made when create is set. 0, or -errno with a message. */
+int hfs3_cache_mount_key(const hfs3_cache *c, const char *spec, int create, char key[17]);
 
 /* The `_index` refresh of mount `spec` (r: its parsed remote). Under mounts/K/lock (taken here unless
  * lock_fd >= 0 says the caller holds it): offline (HFS3_OFFLINE=1) uses the cached index, failing when

@@ -16,14 +16,8 @@ set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
-[ "$(id -u)" = 0 ] || skip_test root "needs root (to act as two users)"
-command -v setpriv >/dev/null || skip_test setpriv "needs setpriv"
-
-A=64101 B=64102 G=64100
-s3env_start "$WORK"
-trap 's3env_stop' EXIT
-chmod 0755 "$WORK" "$WORK/home"
-chmod 0644 "$RCLONE_CONFIG"
+source "$HFS3_ROOT/tests/e2e/cache_users.sh"
+cache_users_start
 mkdir -p "$WORK/m"
 printf '{"architectures": ["Test"], "hidden_size": 64}\n' >"$WORK/m/config.json"
 head -c 150000 /dev/urandom >"$WORK/m/tokenizer.json"
@@ -43,11 +37,6 @@ for b in sys.argv[1].encode():
 print("%016x" % h)' "$R")
 OTHER_BOOT=00000000-dead-4bad-8000-000000000000
 
-as() {
-  local uid=$1; shift
-  setpriv --reuid="$uid" --regid="$G" --clear-groups env HOME="$WORK/home" bash -c 'umask 077; exec "$@"' as "$@"
-}
-runA() { set +e; as "$A" "$HFS3_BIN" "$@" >"$WORK/out" 2>"$WORK/err"; st=$?; set -e; }
 # shimA ENV... -- FILE: A's cat of /models/m1/FILE through the shim; it must be the real file
 shimA_reads() {
   local what=$1 f=$2; shift 2
@@ -152,11 +141,11 @@ for line in open(sys.argv[1]):
     if call == "openat":
         name = re.search(r'"([^"]*)"', args)
         base = name.group(1).rsplit("/", 1)[-1] if name else ""
-        if base in shas and ret >= 0:
-            fds[(pid, ret)] = base
+        if ret >= 0:   # a descriptor number reused (close is not traced) names the file opened last
+            fds[(pid, ret)] = base if base in shas else None
         continue
     fd = args.split(",")[4].strip() if call == "mmap" else args.split(",")[0]
-    if fd.strip().lstrip("-").isdigit() and (pid, int(fd)) in fds and (call == "mmap" or ret > 0):
+    if fd.strip().lstrip("-").isdigit() and fds.get((pid, int(fd))) and (call == "mmap" or ret > 0):
         bad.append("%s %s of %s" % (pid, call, fds[(pid, int(fd))]))
 if bad:
     print("read:", bad[:5], file=sys.stderr)
@@ -188,4 +177,78 @@ n=$(find "$S/mounts" -maxdepth 1 -name "anc.$A.*" -user "$A" | wc -l)
 [ "$n" = 1 ] || fail "A made $n ancestor directories of its own, expected 1"
 [ -z "$(ls -A "$WORK/elsewhere/models")" ] || fail "something was made in B's directory"
 ok "B's mounts/ancestors/models and mounts/anc.$A symlinks: under HFS3_VERIFY_FOREIGN=1 A's cd /models, pwd, ls work (A's own skeleton)"
+
+# ---- round 4, 1. B takes A's predictable mounts/<K_A> first (a directory of B's, a symlink) ----
+new_shared mdir
+KA=$(python3 -c '
+import sys
+h = 1469598103934665603
+for b in sys.argv[1].encode() + b"\0uid=" + sys.argv[2].encode():
+    h = ((h ^ b) * 1099511628211) % (1 << 64)
+print("%016x" % h)' "$R" "$A")
+as "$B" bash -c "mkdir -m 3770 '$S/mounts/$KA' && mkdir -m 0755 '$S/mounts/${KA:0:8}00000001' &&
+  echo '$R' >'$S/mounts/${KA:0:8}00000001/remote'"
+for i in 1 2; do   # the second process finds the directory the first made
+  shimA_reads "B's directory at A's mounts/<K_A> (process $i)" config.json HFS3_VERIFY_FOREIGN=1
+  shimA_reads "B's directory at A's mounts/<K_A> (process $i)" model.safetensors HFS3_VERIFY_FOREIGN=1
+done
+HFS3_VERIFY_FOREIGN=1 runA fetch "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's fetch with B's directory at mounts/<K_A> (exit $st)"; }
+own=$(find "$S/mounts" -mindepth 1 -maxdepth 1 -name "${KA:0:8}*" -user "$A")
+[ "$(echo "$own" | wc -w)" = 1 ] || fail "A has $(echo "$own" | wc -w) mount directories for $R, expected 1: $own"
+[ -f "$own/index" ] || fail "A's own $own has no index"
+[ -f "$own/cblobs/$big" ] || [ -f "$S/blobs/$big" ] || fail "A's shim and helper used different directories"
+[ -z "$(ls -A "$S/mounts/$KA")" ] || fail "something was written into B's directory"
+ok "B's directory at A's mounts/<K_A>: A's shim and fetch (HFS3_VERIFY_FOREIGN=1) work in A's own $(basename "$own")"
+new_shared mlink
+mkdir -p "$WORK/elsewhere.m"; chmod 0777 "$WORK/elsewhere.m"
+as "$B" ln -s "$WORK/elsewhere.m" "$S/mounts/$KA"
+shimA_reads "B's symlink at A's mounts/<K_A>" tokenizer.json HFS3_VERIFY_FOREIGN=1
+[ -z "$(ls -A "$WORK/elsewhere.m")" ] || fail "something was written through B's symlink"
+ok "B's symlink at A's mounts/<K_A>: A's shim (HFS3_VERIFY_FOREIGN=1) works in a directory of its own"
+
+# ---- round 4, 2. B plants in A's own mount directory (sticky, group-writable): cblobs/ itself, cblobs/<sha> ----
+new_shared cbdir
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's _index"; }
+[ "$(stat -c %u "$S/mounts/$KA")" = "$A" ] || fail "test setup: mounts/<K_A> is not A's"
+as "$B" bash -c "mkdir -m 3770 '$S/mounts/$KA/cblobs' && mkdir '$S/mounts/$KA/cblobs/$big'"
+shimA_reads "B's cblobs/ in A's own mount directory" model.safetensors HFS3_VERIFY_FOREIGN=1
+[ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] || fail "A's cblobs/ is not A's"
+ok "B's cblobs/ made first in A's own mount directory: moved aside, A's shim (HFS3_VERIFY_FOREIGN=1) reads the file"
+new_shared cbsha
+HFS3_VERIFY_FOREIGN=1 runA _get "$R" config.json
+[ "$st" = 0 ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] || { cat "$WORK/err" >&2; fail "test setup: A's cblobs/"; }
+as "$B" bash -c "mkdir '$S/mounts/$KA/cblobs/$big' && mkdir '$S/mounts/$KA/cblobs/$tok' && touch '$S/mounts/$KA/cblobs/$big/x'"
+shimA_reads "B's directory at A's cblobs/<sha>" model.safetensors HFS3_VERIFY_FOREIGN=1
+shimA_reads "B's directory at A's cblobs/<sha>" tokenizer.json HFS3_VERIFY_FOREIGN=1
+ok "B's directories at A's own cblobs/<sha>: moved aside, A's shim (HFS3_VERIFY_FOREIGN=1) reads its own copies"
+
+# ---- round 4, 3. B's bad plants at blobs/<sha> under HFS3_VERIFY_FOREIGN=1: A downloads its own copy ----
+new_shared plants
+as "$B" bash -c "umask 027; mkdir -p '$S/blobs' && : >'$S/blobs/$cfg' &&
+  truncate -s $(stat -c %s "$WORK/m/tokenizer.json") '$S/blobs/$tok' &&
+  cp '$WORK/m/model.safetensors' '$S/tmp/b.link' && ln '$S/tmp/b.link' '$S/blobs/$big' &&
+  mkdir '$S/blobs/$(blob_of "$WORK/m/extra.txt")'"
+for f in config.json tokenizer.json model.safetensors extra.txt; do
+  for i in 1 2; do   # the second open finds A's own copy
+    shimA_reads "B's bad plant at blobs/<sha> of $f (open $i)" "$f" HFS3_VERIFY_FOREIGN=1
+  done
+  sha=$(blob_of "$WORK/m/$f")
+  [ -n "$(find "$S/mounts" -path "*/cblobs/$sha" -user "$A" -links 1)" ] || fail "no own copy of $f in A's cblobs/"
+done
+ok "B's 0-byte, sparse, hard-linked and directory plants at blobs/<sha>: A's shim (HFS3_VERIFY_FOREIGN=1) reads its own downloaded copy"
+# offline, A's own copy beside the plant is what is served
+as "$B" bash -c "mkdir -p '$S/blobs' 2>/dev/null; : >'$S/blobs/$(printf '%064d' 0)'"
+HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 runA _get "$R" config.json
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's offline _get of its own copy"; }
+ok "offline, A's own copy is what is served beside B's plant"
+# ---- round 4, 4. those copies stay beside B's plants after the flush: gc still counts and evicts them ----
+for _ in $(seq 1 300); do [ -z "$(find "$S/unflushed" -name '*.m*' -print -quit)" ] && break; sleep 0.1; done
+[ -z "$(find "$S/unflushed" -name '*.m*' -print -quit)" ] || fail "the flush did not finish: $(ls "$S/unflushed")"
+[ -n "$(find "$S/mounts" -path "*/cblobs/$big" -user "$A")" ] || fail "test setup: the flush did not keep A's copy"
+HFS3_VERIFY_FOREIGN=1 runA cache gc --max 0
+[ -z "$(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)" ] ||
+  { cat "$WORK/out" "$WORK/err" >&2; fail "gc --max 0 left A's kept copies: $(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)"; }
+ok "A's own copies kept beside B's plants after the flush: found and evicted by gc --max 0"
 echo "all ok"

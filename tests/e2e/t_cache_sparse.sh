@@ -10,16 +10,11 @@ set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
 source "$HFS3_ROOT/tests/e2e/fetch_lib.sh"
+source "$HFS3_ROOT/tests/e2e/cache_users.sh"
 [ "$(id -u)" = 0 ] || skip_test root "needs root (a tmpfs mount, two users)"
-command -v setpriv >/dev/null || skip_test setpriv "needs setpriv"
-
-A=64101 B=64102 G=64100
 small=$WORK/small
-cleanup() { umount "$small" 2>/dev/null || true; s3env_stop; }
-s3env_start "$WORK"
-trap cleanup EXIT
-chmod 0755 "$WORK" "$WORK/home"
-chmod 0644 "$RCLONE_CONFIG"
+CLEANUP='umount "$small" 2>/dev/null'
+cache_users_start
 mkdir -p "$small"
 mount -t tmpfs -o size=32m tmpfs "$small" 2>"$WORK/mount.err" ||
   skip_test tmpfs "cannot mount a tmpfs here: $(cat "$WORK/mount.err")"
@@ -39,11 +34,6 @@ S=$small/cache
 mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"
 export HFS3_CACHE_DIR=$S HFS3_VERIFY=whole
 
-as() {
-  local uid=$1; shift
-  setpriv --reuid="$uid" --regid="$G" --clear-groups env HOME="$WORK/home" bash -c 'umask 077; exec "$@"' as "$@"
-}
-runA() { set +e; as "$A" "$HFS3_BIN" "$@" >"$WORK/out" 2>"$WORK/err"; st=$?; set -e; }
 # no_crash WHAT: A's last command was not killed by a signal (SIGBUS: 135) nor stopped by a sanitizer
 no_crash() {
   if [ "$st" -ge 128 ] || [ "$st" = 99 ] || grep -q "AddressSanitizer\|Bus error\|SIGBUS" "$WORK/err"; then

@@ -1,0 +1,131 @@
+/* ownkey.h - which directory under mounts/ a user works in for a REMOTE under HFS3_VERIFY_FOREIGN=1 in a shared
+ * cache. hfs3_mountkey_as's key is predictable: a member who makes mounts/<that key> first (a directory, a symlink,
+ * a file of theirs) would lock the user out of that REMOTE for as long as it stays. So that name is used only while
+ * it is free or the user's own; when a member holds it, the user works in a directory of its own named with the
+ * key's first 8 hex digits and 8 random ones, found again by owner and by the `remote` file in it (the user's own,
+ * one link, nobody else may write it: a member cannot point one of the user's directories at another REMOTE).
+ * One rule for the helper (lib/cache.c) and the shim (shim/cachedir.c), which must find the same directory: raw
+ * system calls only (the shim calls it, so nothing here is interposed), no allocation, a bounded stack; the
+ * caller lends the buffer the directory is listed into. Names stay 16 hex digits: mounts/<key>/tree paths, the
+ * records unflushed/<sha>.m<key> and the helper's arguments all take one. */
+#ifndef HFS3_OWNKEY_H
+#define HFS3_OWNKEY_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hfs3/index.h"
+
+#define HFS3_OWNKEY_SHARED 8   /* hex digits a directory of the other shape shares with the predictable key */
+#define HFS3_OWNKEY_REMOTE_MAX 1100
+
+struct hfs3_ownkey_dent_ {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* 1 when mounts/<name> (mfd) is uid's own directory that others cannot write; with remote set, also holding
+ * uid's own single-link `remote`, writable by nobody else, that names exactly that REMOTE. */
+static inline int hfs3_ownkey_dir_(int mfd, const char *name, const char *remote, unsigned uid)
+{
+    int fd = (int)syscall(SYS_openat, mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int ok = syscall(SYS_fstat, fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid && !(st.st_mode & S_IWOTH);
+    if (ok && remote) {
+        char buf[HFS3_OWNKEY_REMOTE_MAX];
+        size_t rl = strlen(remote);
+        int rf = (int)syscall(SYS_openat, fd, "remote", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        ok = rf >= 0 && rl + 1 <= sizeof buf && syscall(SYS_fstat, rf, &st) == 0 && S_ISREG(st.st_mode) &&
+             st.st_uid == uid && st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+             (size_t)st.st_size == rl + 1 && syscall(SYS_read, rf, buf, rl + 1) == (long)(rl + 1) &&
+             !memcmp(buf, remote, rl) && buf[rl] == '\n';
+        if (rf >= 0)
+            syscall(SYS_close, rf);
+    }
+    syscall(SYS_close, fd);
+    return ok;
+}
+
+/* The key (16 hex + NUL into key) of uid's mount directory for remote, mfd being mounts/: 0 the predictable one
+ * (hfs3_mountkey_as: free, or uid's own directory), 1 one of the other shape (a member holds the predictable
+ * name), found, or with create made now: mode 0700 while its `remote` is written, then mode; -errno when there is
+ * none (-ENOENT: none made yet, create not set). buf (n bytes, at least 4096) is scratch for the listing. */
+static inline int hfs3_ownkey(int mfd, const char *remote, unsigned uid, int create, mode_t mode, char *buf,
+                              size_t n, char key[17])
+{
+    hfs3_mountkey_as(remote, 1, uid, key);
+    int fd = (int)syscall(SYS_openat, mfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd >= 0) {
+        struct stat st;
+        int own = syscall(SYS_fstat, fd, &st) == 0 && st.st_uid == uid;
+        syscall(SYS_close, fd);
+        if (own)
+            return 0;
+    }
+    char name[17];
+    int dfd = (int)syscall(SYS_openat, mfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long k;
+    while (dfd >= 0 && (k = syscall(SYS_getdents64, dfd, buf, n)) > 0) {
+        for (long off = 0; off < k;) {
+            const struct hfs3_ownkey_dent_ *d = (const struct hfs3_ownkey_dent_ *)(buf + off);
+            off += d->reclen;
+            if (strlen(d->name) != 16 || strspn(d->name, "0123456789abcdef") != 16 ||
+                memcmp(d->name, key, HFS3_OWNKEY_SHARED) || !memcmp(d->name, key, 16))
+                continue;
+            if (hfs3_ownkey_dir_(mfd, d->name, remote, uid)) {
+                memcpy(key, d->name, 17);
+                syscall(SYS_close, dfd);
+                return 1;
+            }
+        }
+    }
+    if (dfd >= 0)
+        syscall(SYS_close, dfd);
+    if (!create)
+        return -ENOENT;
+    size_t rl = strlen(remote);
+    if (rl + 1 > HFS3_OWNKEY_REMOTE_MAX)
+        return -ENAMETOOLONG;
+    static const char hexd[] = "0123456789abcdef";
+    for (int i = 0; i < 8; i++) {
+        uint32_t r = 0;
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r)
+            return -EAGAIN;
+        memcpy(name, key, HFS3_OWNKEY_SHARED);
+        for (int j = 15; j >= HFS3_OWNKEY_SHARED; j--, r >>= 4)
+            name[j] = hexd[r & 15];
+        name[16] = 0;
+        if (!memcmp(name, key, 16) || syscall(SYS_mkdirat, mfd, name, 0700) < 0)
+            continue;
+        /* 0700 until its `remote` is there: nobody else can put one in first */
+        int nd = (int)syscall(SYS_openat, mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (nd < 0)
+            continue;
+        int rf = (int)syscall(SYS_openat, nd, "remote", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int ok = rf >= 0 && syscall(SYS_write, rf, remote, rl) == (long)rl && syscall(SYS_write, rf, "\n", 1) == 1 &&
+                 syscall(SYS_fchmod, rf, 0644) == 0;
+        if (rf >= 0)
+            syscall(SYS_close, rf);
+        ok = ok && syscall(SYS_fchmod, nd, mode) == 0;
+        syscall(SYS_close, nd);
+        if (ok && hfs3_ownkey_dir_(mfd, name, remote, uid)) {
+            memcpy(key, name, 17);
+            return 1;
+        }
+    }
+    return -EEXIST;
+}
+
+#endif
