@@ -105,7 +105,11 @@ __attribute__((optimize("optimize-sibling-calls"))) SH_EXPORT void *dlopen(const
  * program does to the path or to its own descriptor before posix_spawn (issue 33 round 4). One the shim cannot
  * resolve then (a path not there yet, a descriptor not open, no room left, or one a closefrom action added before
  * would close in the child) is left to the child as given, and the child's directory is "unknown": a relative or
- * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then. */
+ * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then.
+ * An open, dup2 or close action runs in the child before a chdir action added after it: the number it gives or
+ * takes could be the one the shim's descriptor has when the chdir is added (a number the program can predict), and
+ * the child would move to the directory the program put there (a skeleton in the cache). The shim's descriptor is
+ * moved above every number such an action names (tmax). */
 #define FA_MAGIC 0x68667333u /* "hfs3" */
 #define FA_HELD 3
 struct fa_cwd {
@@ -114,6 +118,7 @@ struct fa_cwd {
     unsigned char unknown;  /* the child's directory after the last chdir action is not known here */
     unsigned char cf;       /* a closefrom action was added, from cf_from */
     int cf_from;
+    int tmax;               /* 1 + the highest descriptor an open, dup2 or close action added names; 0: none */
     struct {
         int fd;
         unsigned dev;
@@ -174,6 +179,11 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
     struct fa_cwd c;
     struct stat st;
     fa_get(fa, &c);
+    if (fd >= 0 && fd < c.tmax) { /* a number an action before this one gives or closes in the child */
+        int hi = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, c.tmax);
+        sh_r.close(fd);
+        fd = hi;
+    }
     if (fd >= 0 && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
         c.h[c.n].fd = fd;
         c.h[c.n].dev = (unsigned)st.st_dev;
@@ -186,6 +196,20 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
     if (fd >= 0)
         sh_r.close(fd);
     return 0;
+}
+
+/* an open, dup2 or close action of descriptor fd added (rc 0): fd for fa_hold to keep clear of; rc */
+static int fa_names(posix_spawn_file_actions_t *fa, int fd, int rc)
+{
+    struct fa_cwd c;
+    if (rc || fd < 0 || !sh_nmounts)
+        return rc;
+    fa_get(fa, &c);
+    if (fd >= c.tmax) {
+        c.tmax = fd + 1;
+        fa_put(fa, &c);
+    }
+    return rc;
 }
 
 /* the chdir action added (rc 0) with a descriptor fa_hold took: rc; otherwise that descriptor is given up again */
@@ -232,8 +256,7 @@ static int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
     return r;
 }
 
-SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
-                                               mode_t mode)
+static int addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag, mode_t mode)
 {
     int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
         REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
@@ -241,7 +264,7 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
     LAUNDER(path);
     /* a write takes no fast path: /proc/self/fd/N of a blob, /proc/self/cwd/x from a cwd in a mount, a symlink
      * into the cache are all spelled outside the mounts (issue 33 item 1) */
-    if (!path || sh_in_vfork() || (ro ? ro_outside(fa, path) : !sh_wguard_on))
+    if (!path || (ro ? sh_in_vfork() || ro_outside(fa, path) : !sh_wguard_on))
         return real(fa, fd, path, oflag, mode);
     int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
     if (d == -1)
@@ -270,6 +293,24 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
     return real(fa, fd, path, oflag, mode);
 }
 
+/* a write action is put to the guard in a vfork child too (and in the child of a raw fork syscall, which is one
+ * for the shim for good): open() is there, and such a child may add actions and spawn as any program */
+SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
+                                               mode_t mode)
+{
+    return fa_names(fa, fd, addopen(fa, fd, path, oflag, mode));
+}
+
+SH_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, int fd, int to)
+{
+    return fa_names(fa, to, REAL(posix_spawn_file_actions_adddup2, int (*)(posix_spawn_file_actions_t *, int, int))(fa, fd, to));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addclose(posix_spawn_file_actions_t *fa, int fd)
+{
+    return fa_names(fa, fd, REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int))(fa, fd));
+}
+
 /* The child's chdir: a directory in a mount (or a synthesized ancestor) becomes the real directory the shim's
  * chdir would go to (its skeleton in the cache), so that the child starts in the mount. The directory is opened
  * here and the child gets an addfchdir_np of that descriptor (fa_hold): the guard of the actions added after it
@@ -279,8 +320,10 @@ SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *f
     int (*real)(posix_spawn_file_actions_t *, const char *) =
         REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *));
     LAUNDER(path);
-    if (!path || !sh_nmounts || sh_in_vfork())
+    if (!path || !sh_nmounts)
         return real(fa, path);
+    if (sh_in_vfork()) /* nothing opened here: as given, and where the child will be is unknown */
+        return fa_added(fa, 0, real(fa, path));
     int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
     SH_LOC(l);
     SH_SCRATCH(t);
@@ -303,8 +346,10 @@ SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *
 {
     int (*real)(posix_spawn_file_actions_t *, int) =
         REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
-    if (!sh_nmounts || sh_in_vfork() || dfd < 0)
+    if (!sh_nmounts || dfd < 0)
         return real(fa, dfd);
+    if (sh_in_vfork())
+        return fa_added(fa, 0, real(fa, dfd));
     int e = errno;
     int held = fa_hold(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
     int rc = fa_added(fa, held, real(fa, held ? fa_dir(fa) : dfd));
@@ -344,7 +389,7 @@ SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
 static int fa_intact(const posix_spawn_file_actions_t *fa)
 {
     struct fa_cwd c;
-    if (!fa || !sh_nmounts || sh_in_vfork())
+    if (!fa || !sh_nmounts) /* a vfork child too: it may have replaced an inherited one */
         return 1;
     fa_get(fa, &c);
     int e = errno, ok = 1;

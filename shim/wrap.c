@@ -498,16 +498,22 @@ SH_EXPORT FILE *fopen64(const char *path, const char *mode)
 /* glibc's exported alias of fopen */
 SH_EXPORT FILE *_IO_fopen(const char *path, const char *mode) { return do_fopen(path, mode, REAL(_IO_fopen, fopen_fn)); }
 /* setmntent opens its file with glibc's own fopen (past the PLT): glibc's setmntent (a mode with "ce" added, the
- * stream locked by the caller) on the shim's fopen, so that its writes are guarded and a mount's file reads */
+ * stream locked by the caller) on the shim's fopen, so that its writes are guarded and a mount's file reads. A mode
+ * too long for m goes to the shim's fopen as given: glibc's fopen reads only its first 7 characters (and a ",ccs="),
+ * so the "ce" after them would change nothing (issue 33 round 4 review: such a mode, "w" and padding, reached the
+ * real setmntent and truncated a blob) */
 SH_EXPORT FILE *setmntent(const char *path, const char *mode)
 {
     char m[16];
     LAUNDER(path);
-    if (!path || !mode || !sh_nmounts || strlen(mode) > sizeof m - 3)
+    if (!path || !mode || !sh_nmounts)
         return REAL(setmntent, fopen_fn)(path, mode);
-    memcpy(m, mode, strlen(mode));
-    memcpy(m + strlen(mode), "ce", 3);
-    FILE *f = do_fopen(path, m, REAL(fopen, fopen_fn));
+    size_t ml = strlen(mode);
+    if (ml <= sizeof m - 3) {
+        memcpy(m, mode, ml);
+        memcpy(m + ml, "ce", 3);
+    }
+    FILE *f = do_fopen(path, ml <= sizeof m - 3 ? m : mode, REAL(fopen, fopen_fn));
     if (f)
         __fsetlocking(f, FSETLOCKING_BYCALLER);
     return f;

@@ -8,7 +8,9 @@
 #      (/proc, /dev) and one whose first component a mount shares ($WORK/w/...). Nothing in the cache changes.
 #      The child moves to the directory the guard looked from (issue 33 round 4): a chdir path not there when added
 #      and made a symlink into the cache later, a descriptor not open then or replaced by dup2 before the spawn, a
-#      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir.
+#      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir; an open,
+#      dup2 or close action before a chdir naming the number the shim's descriptor then gets; a child of the raw
+#      fork syscall (a vfork child for the shim) adding write actions (issue 33 round 4 review).
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
 #      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
@@ -56,6 +58,12 @@ $M/flat/dir
 addclosefrom_np 3, addchdir_np M/dir, pwd: ok 0
 addclosefrom_np 3, addchdir_np M/dir, addopen x O_CREAT: EROFS
 addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: ok
+adddup2(fd of M/dir) onto the next free number, addchdir_np W, addopen x4 O_CREAT: ok (W/x4 made)
+addopen(M/dir) onto the next free number, addchdir_np W, addopen x5 O_CREAT: ok (W/x5 made)
+addclose onto the next free number, addchdir_np W, addopen x6 O_CREAT: ok (W/x6 made)
+raw fork child: addopen /proc/self/fd/N O_WRONLY|O_TRUNC: EROFS
+raw fork child: addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
+raw fork child: addchdir_np M/dir, addopen x O_CREAT: EROFS
 $M/flat/dir
 addchdir_np M/dir, pwd: ok 0
 addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (61 of 61 still open)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +201,44 @@ static int guard(const char *m, const char *w)
         rc = run(&fa, tv, &st);
     posix_spawn_file_actions_destroy(&fa);
     printf("addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: %s\n", ename(rc));
+    /* issue 33 round 4 review: an open, dup2 or close action added before a chdir names the number the shim's
+     * descriptor for the chdir then gets (the lowest free one: a program can predict it). The child must still move
+     * where the guard looked (W: x4, x5 made there, nothing in M/dir's skeleton), and a close must not make the
+     * spawn fail (the kernel runs it) */
+    for (int k = 0; k < 3; k++) {
+        int next = dup(0);
+        close(next);
+        posix_spawn_file_actions_init(&fa);
+        rc = k == 0 ? posix_spawn_file_actions_adddup2(&fa, dfd, next)
+           : k == 1 ? posix_spawn_file_actions_addopen(&fa, next, dir, O_RDONLY | O_DIRECTORY, 0)
+                    : posix_spawn_file_actions_addclose(&fa, next);
+        if (!rc)
+            rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+        snprintf(q, sizeof q, "x%d", 4 + k);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, 9, q, O_WRONLY | O_CREAT, 0644);
+        if (!rc)
+            rc = run(&fa, tv, &st);
+        posix_spawn_file_actions_destroy(&fa);
+        snprintf(p, sizeof p, "%s/x%d", w, 4 + k);
+        printf("%s onto the next free number, addchdir_np W, addopen x%d O_CREAT: %s%s (W/x%d %s)\n",
+               k == 0 ? "adddup2(fd of M/dir)" : k == 1 ? "addopen(M/dir)" : "addclose", 4 + k, ename(rc),
+               !rc && st ? " (the child failed)" : "", 4 + k, access(p, F_OK) == 0 ? "made" : "missing");
+    }
+    /* a child of the raw fork syscall (no atfork handler: a vfork child for the shim, for good) adds write actions
+     * and spawns: the guard still looks at them */
+    fflush(stdout);
+    pid_t c = syscall(SYS_fork);
+    if (c == 0) {
+        snprintf(q, sizeof q, "/proc/self/fd/%d", n);
+        one("raw fork child: addopen /proc/self/fd/N O_WRONLY|O_TRUNC", NULL, -1, 1, q, O_WRONLY | O_TRUNC);
+        one("raw fork child: addfchdir_np fd of M/dir, addopen x O_CREAT", NULL, dfd, 5, "x", O_WRONLY | O_CREAT);
+        one("raw fork child: addchdir_np M/dir, addopen x O_CREAT", dir, -1, 5, "x", O_WRONLY | O_CREAT);
+        fflush(stdout);
+        _exit(0);
+    }
+    if (c > 0)
+        waitpid(c, &st, 0);
     /* the child started in the mount sees it (it runs under the shim too) */
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addchdir_np(&fa, dir);
