@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #define NOT_OURS ((void *)-1)
@@ -243,6 +244,126 @@ static const char *proc_cwd(const char *path)
     return NULL;
 }
 
+static int in_proc(const char *acc)
+{
+    struct statfs sf;
+    return sh_r.statfs(acc[0] ? acc : "/", &sf) == 0 && sf.f_type == 0x9fa0; /* PROC_SUPER_MAGIC */
+}
+
+/* A write action's path walked as the child's open will walk it, with this process's file system: 1 when that walk
+ * reaches something of the child's own that differs from this process's, where the guard's look from here proves
+ * nothing (issue 33 round 4 review): /proc/self (thread-self, or a pid not there now: the child's, predictable)
+ * then fd/K with K a number an open or dup2 action gives the child (below c->tmax), or cwd after a chdir action.
+ * Spellings of it: /proc/self/fd/K, /dev/fd/K, /dev/stdout, a symlink anywhere to them (a spelled /proc/self/cwd
+ * prefix comes here as the rest, from the held directory: proc_cwd). base: where a relative path starts; cwdfd: the
+ * child's directory (fa_dir). 0 on anything it cannot follow (the guard's check stands). */
+static int child_own(const struct fa_cwd *c, int base, int cwdfd, const char *path)
+{
+    SH_SCRATCH(s);
+    char *acc = s->a, *rest = s->b, *alt = s->c, *lk = s->d;
+    size_t al = 0, child_al = 0;
+    int child = 0, hops = 0;
+    if (strlen(path) >= SH_SCR)
+        return 0;
+    strcpy(rest, path);
+    acc[0] = 0;
+    if (path[0] != '/') {
+        ssize_t k = -1;
+        if (base == AT_FDCWD)
+            k = sh_r.getcwd(acc, SH_SCR) ? (ssize_t)strlen(acc) : -1;
+        else if (base >= 0) {
+            snprintf(lk, SH_SCR, "/proc/self/fd/%d", base);
+            k = sh_r.readlink(lk, acc, SH_SCR - 1);
+        }
+        if (k <= 0 || acc[0] != '/')
+            return 0;
+        al = k == 1 ? 0 : (size_t)k;
+        acc[al] = 0;
+    }
+    int inproc = in_proc(acc);
+    const char *r = rest;
+    for (;;) {
+        while (*r == '/')
+            r++;
+        if (!*r)
+            return 0;
+        size_t len = strcspn(r, "/");
+        const char *comp = r, *next = r + len;
+        if (len == 1 && comp[0] == '.') {
+            r = next;
+            continue;
+        }
+        size_t pl = al; /* acc's length before this component */
+        if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+            while (al > 0 && acc[al - 1] != '/')
+                al--;
+            al -= al > 0;
+            acc[al] = 0;
+            child = child && al >= child_al;
+            inproc = in_proc(acc);
+            r = next;
+            continue;
+        }
+        if (al + 1 + len >= SH_SCR)
+            return 0;
+        acc[al] = '/';
+        memcpy(acc + al + 1, comp, len);
+        al += 1 + len;
+        acc[al] = 0;
+        struct stat st;
+        if (sh_r.lstat(acc, &st) < 0)
+            return inproc; /* a /proc name not there here may be the child's: its pid */
+        if (S_ISDIR(st.st_mode)) {
+            inproc = in_proc(acc);
+            r = next;
+            continue;
+        }
+        if (!S_ISLNK(st.st_mode))
+            return 0;
+        const char *tgt = lk;
+        if (inproc && !child && ((len == 4 && !memcmp(comp, "self", 4)) || (len == 11 && !memcmp(comp, "thread-self", 11)))) {
+            child = 1; /* the child's own entry: walked as this process's, its fd and cwd looked at */
+            child_al = al;
+            r = next;
+            continue;
+        }
+        if (inproc && child) {
+            const char *pc = acc + pl; /* "/fd" before "/K"? */
+            while (pc > acc && pc[-1] != '/')
+                pc--;
+            if (len == 3 && !memcmp(comp, "cwd", 3) && cwdfd != AT_FDCWD)
+                return 1; /* this process's cwd is not the child's: the guard's look is of the wrong one */
+            if (acc + pl - pc == 2 && !memcmp(pc, "fd", 2) && atoi(comp) < c->tmax)
+                return 1;
+        }
+        {
+            ssize_t k = sh_r.readlink(acc, lk, SH_SCR - 1);
+            if (k <= 0)
+                return 0;
+            lk[k] = 0;
+        }
+        if (inproc && lk[0] != '/')
+            return 0; /* a magic link to what is no path ("pipe:[N]"): the guard's check of the object stands */
+        if (++hops > 40 || strlen(tgt) + strlen(next) >= SH_SCR)
+            return 0;
+        strcpy(alt, tgt);
+        strcat(alt, next);
+        char *sw = rest;
+        rest = alt;
+        alt = sw;
+        if (tgt[0] == '/') {
+            al = 0;
+            child = 0;
+        } else {
+            al = pl;
+        }
+        acc[al] = 0;
+        child = child && al >= child_al;
+        inproc = in_proc(acc);
+        r = rest;
+    }
+}
+
 /* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
  * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
  * fallback would find after its real call failed: the child's open has no fallback) */
@@ -286,7 +407,9 @@ static int addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int
         gd = fa_dir(fa);
     else
         gp = path;
-    if (!ro && (gd == -1 || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
+    struct fa_cwd c;
+    fa_get(fa, &c);
+    if (!ro && (gd == -1 || child_own(&c, gd, fa_dir(fa), gp) || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
                 sh_wguard_slow(gd, gp, SH_W_OPEN, oflag)))
         return EROFS;
     errno = e;

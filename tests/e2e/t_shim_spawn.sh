@@ -10,7 +10,9 @@
 #      and made a symlink into the cache later, a descriptor not open then or replaced by dup2 before the spawn, a
 #      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir; an open,
 #      dup2 or close action before a chdir naming the number the shim's descriptor then gets; a child of the raw
-#      fork syscall (a vfork child for the shim) adding write actions (issue 33 round 4 review).
+#      fork syscall (a vfork child for the shim) adding write actions; a write spelled through a descriptor an
+#      earlier action gives the child, through the child's own pid, or through a symlink to /proc/self/cwd after a
+#      chdir (issue 33 round 4 review).
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
 #      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
@@ -64,6 +66,14 @@ addclose onto the next free number, addchdir_np W, addopen x6 O_CREAT: ok (W/x6 
 raw fork child: addopen /proc/self/fd/N O_WRONLY|O_TRUNC: EROFS
 raw fork child: addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
 raw fork child: addchdir_np M/dir, addopen x O_CREAT: EROFS
+adddup2(fd of a.txt, 60), addopen /proc/self/fd/60 O_WRONLY|O_TRUNC: EROFS
+addopen(60, M/a.txt), addopen /dev/fd/60 O_WRONLY|O_APPEND: EROFS
+adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT: EROFS
+adddup2(fd of M/dir, 60), addopen W/fdlink/x (-> /proc/self/fd/60) O_CREAT: EROFS
+addopen /proc/PID+1000000/fd/N (a pid not there: the child's?) O_WRONLY: EROFS
+addchdir_np M/dir, addopen W/cwdlink/x (-> /proc/self/cwd) O_CREAT: EROFS
+addopen /dev/stdout O_WRONLY (no action before it): ok
+60 W here, adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT: EROFS
 $M/flat/dir
 addchdir_np M/dir, pwd: ok 0
 addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (61 of 61 still open)
