@@ -162,13 +162,27 @@ static int fa_dir(const posix_spawn_file_actions_t *fa)
     return fa_same(&c, c.n - 1) ? c.h[c.n - 1].fd : -1;
 }
 
+/* Descriptors the shim holds for all the file-actions objects of this process: a program that keeps many objects
+ * alive (each with a chdir action) must not run out of descriptors because of the shim (round 4 review: 1100 live
+ * objects left open() EMFILE under a limit of 1024). Past FA_MAX_LIVE a chdir action is the child's as given, its
+ * directory unknown. Atomic, no lock: a forked child inherits the count with the descriptors. */
+#define FA_MAX_LIVE 64
+static int fa_live;
+
+static void fa_unlive(void)
+{
+    __atomic_sub_fetch(&fa_live, 1, __ATOMIC_RELAXED);
+}
+
 static void fa_forget(posix_spawn_file_actions_t *fa)
 {
     struct fa_cwd c;
     fa_get(fa, &c);
-    for (int i = 0; i < c.n && i < FA_HELD; i++)
+    for (int i = 0; i < c.n && i < FA_HELD; i++) {
         if (fa_same(&c, i))
             sh_r.close(c.h[i].fd);
+        fa_unlive();
+    }
     memset(fa->__pad, 0, sizeof(struct fa_cwd));
 }
 
@@ -185,7 +199,10 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
         sh_r.close(fd);
         fd = hi;
     }
-    if (fd >= 0 && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
+    int room = fd >= 0 && __atomic_add_fetch(&fa_live, 1, __ATOMIC_RELAXED) <= FA_MAX_LIVE;
+    if (fd >= 0 && !room)
+        fa_unlive();
+    if (room && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
         c.h[c.n].fd = fd;
         c.h[c.n].dev = (unsigned)st.st_dev;
         c.h[c.n].ino = st.st_ino;
@@ -194,6 +211,8 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
         fa_put(fa, &c);
         return 1;
     }
+    if (room)
+        fa_unlive();
     if (fd >= 0)
         sh_r.close(fd);
     return 0;
@@ -220,6 +239,7 @@ static int fa_added(posix_spawn_file_actions_t *fa, int held, int rc)
     fa_get(fa, &c);
     if (held && rc) {
         sh_r.close(c.h[--c.n].fd);
+        fa_unlive();
         fa_put(fa, &c);
     } else if (!held && !rc) {
         c.unknown = 1;

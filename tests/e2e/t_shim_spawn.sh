@@ -12,7 +12,8 @@
 #      dup2 or close action before a chdir naming the number the shim's descriptor then gets; a child of the raw
 #      fork syscall (a vfork child for the shim) adding write actions; a write spelled through a descriptor an
 #      earlier action gives the child, through the child's own pid, or through a symlink to /proc/self/cwd after a
-#      chdir (issue 33 round 4 review).
+#      chdir; 1100 live objects with a chdir action each do not use up the program's descriptors (issue 33
+#      round 4 review).
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
 #      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
@@ -81,6 +82,11 @@ addchdir_np M/dir, its descriptor closed and reused, posix_spawn: EBADF
 EOF
 shim_check "spawn file actions: every write refused (EROFS), reads and writes elsewhere work" diff guard.want guard.out
 shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt -a -e w/made2.txt
+r=$(shim "$T/spawnw" many "$WORK/w" 2>&1)
+shim_check "1100 live file-action objects with a chdir each: open() still works, the child starts there ($(echo $r))" \
+  test "$r" = "1100 live objects with a chdir action (0 adds failed): open: ok
+$WORK/w
+the last one's child: ok 0"
 # python3's os.posix_spawn: the same addopen, the shape the issue saw (the child truncates stdout = the blob)
 r=$(shim python3 - "$M/flat" <<'PY' 2>&1
 import os, sys

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -346,10 +347,38 @@ static int cwd(const char *dir)
     return 0;
 }
 
+/* 1100 live file-action objects, each with a chdir action to w, under a descriptor limit of 1024: the program's own
+ * open() still works (the shim holds a bounded number of descriptors for them), and a child still starts in w */
+static int many(const char *w)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    enum { N = 1100 };
+    static posix_spawn_file_actions_t fa[N];
+    int fails = 0, st = 0;
+    for (int i = 0; i < N; i++) {
+        posix_spawn_file_actions_init(&fa[i]);
+        fails += posix_spawn_file_actions_addchdir_np(&fa[i], w) != 0;
+    }
+    int fd = open("/dev/null", O_RDONLY);
+    printf("%d live objects with a chdir action (%d adds failed): open: %s\n", N, fails, fd >= 0 ? "ok" : ename(errno));
+    char *argv[] = {"/bin/pwd", NULL};
+    fflush(stdout);
+    int rc = run(&fa[N - 1], argv, &st);
+    printf("the last one's child: %s %d\n", ename(rc), st);
+    for (int i = 0; i < N; i++)
+        posix_spawn_file_actions_destroy(&fa[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "guard"))
         return guard(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "many"))
+        return many(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "cwd"))
         return cwd(argv[2]);
     fprintf(stderr, "usage: spawnw guard M W | spawnw cwd DIR\n");
