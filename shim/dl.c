@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #define NOT_OURS ((void *)-1)
@@ -105,7 +106,11 @@ __attribute__((optimize("optimize-sibling-calls"))) SH_EXPORT void *dlopen(const
  * program does to the path or to its own descriptor before posix_spawn (issue 33 round 4). One the shim cannot
  * resolve then (a path not there yet, a descriptor not open, no room left, or one a closefrom action added before
  * would close in the child) is left to the child as given, and the child's directory is "unknown": a relative or
- * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then. */
+ * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then.
+ * An open, dup2 or close action runs in the child before a chdir action added after it: the number it gives or
+ * takes could be the one the shim's descriptor has when the chdir is added (a number the program can predict), and
+ * the child would move to the directory the program put there (a skeleton in the cache). The shim's descriptor is
+ * moved above every number such an action names (tmax). */
 #define FA_MAGIC 0x68667333u /* "hfs3" */
 #define FA_HELD 3
 struct fa_cwd {
@@ -114,6 +119,7 @@ struct fa_cwd {
     unsigned char unknown;  /* the child's directory after the last chdir action is not known here */
     unsigned char cf;       /* a closefrom action was added, from cf_from */
     int cf_from;
+    int tmax;               /* 1 + the highest descriptor an open, dup2 or close action added names; 0: none */
     struct {
         int fd;
         unsigned dev;
@@ -156,13 +162,27 @@ static int fa_dir(const posix_spawn_file_actions_t *fa)
     return fa_same(&c, c.n - 1) ? c.h[c.n - 1].fd : -1;
 }
 
+/* Descriptors the shim holds for all the file-actions objects of this process: a program that keeps many objects
+ * alive (each with a chdir action) must not run out of descriptors because of the shim (round 4 review: 1100 live
+ * objects left open() EMFILE under a limit of 1024). Past FA_MAX_LIVE a chdir action is the child's as given, its
+ * directory unknown. Atomic, no lock: a forked child inherits the count with the descriptors. */
+#define FA_MAX_LIVE 64
+static int fa_live;
+
+static void fa_unlive(void)
+{
+    __atomic_sub_fetch(&fa_live, 1, __ATOMIC_RELAXED);
+}
+
 static void fa_forget(posix_spawn_file_actions_t *fa)
 {
     struct fa_cwd c;
     fa_get(fa, &c);
-    for (int i = 0; i < c.n && i < FA_HELD; i++)
+    for (int i = 0; i < c.n && i < FA_HELD; i++) {
         if (fa_same(&c, i))
             sh_r.close(c.h[i].fd);
+        fa_unlive();
+    }
     memset(fa->__pad, 0, sizeof(struct fa_cwd));
 }
 
@@ -174,7 +194,15 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
     struct fa_cwd c;
     struct stat st;
     fa_get(fa, &c);
-    if (fd >= 0 && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
+    if (fd >= 0 && fd < c.tmax) { /* a number an action before this one gives or closes in the child */
+        int hi = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, c.tmax);
+        sh_r.close(fd);
+        fd = hi;
+    }
+    int room = fd >= 0 && __atomic_add_fetch(&fa_live, 1, __ATOMIC_RELAXED) <= FA_MAX_LIVE;
+    if (fd >= 0 && !room)
+        fa_unlive();
+    if (room && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
         c.h[c.n].fd = fd;
         c.h[c.n].dev = (unsigned)st.st_dev;
         c.h[c.n].ino = st.st_ino;
@@ -183,9 +211,25 @@ static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
         fa_put(fa, &c);
         return 1;
     }
+    if (room)
+        fa_unlive();
     if (fd >= 0)
         sh_r.close(fd);
     return 0;
+}
+
+/* an open, dup2 or close action of descriptor fd added (rc 0): fd for fa_hold to keep clear of; rc */
+static int fa_names(posix_spawn_file_actions_t *fa, int fd, int rc)
+{
+    struct fa_cwd c;
+    if (rc || fd < 0 || !sh_nmounts)
+        return rc;
+    fa_get(fa, &c);
+    if (fd >= c.tmax) {
+        c.tmax = fd + 1;
+        fa_put(fa, &c);
+    }
+    return rc;
 }
 
 /* the chdir action added (rc 0) with a descriptor fa_hold took: rc; otherwise that descriptor is given up again */
@@ -195,6 +239,7 @@ static int fa_added(posix_spawn_file_actions_t *fa, int held, int rc)
     fa_get(fa, &c);
     if (held && rc) {
         sh_r.close(c.h[--c.n].fd);
+        fa_unlive();
         fa_put(fa, &c);
     } else if (!held && !rc) {
         c.unknown = 1;
@@ -219,6 +264,126 @@ static const char *proc_cwd(const char *path)
     return NULL;
 }
 
+static int in_proc(const char *acc)
+{
+    struct statfs sf;
+    return sh_r.statfs(acc[0] ? acc : "/", &sf) == 0 && sf.f_type == 0x9fa0; /* PROC_SUPER_MAGIC */
+}
+
+/* A write action's path walked as the child's open will walk it, with this process's file system: 1 when that walk
+ * reaches something of the child's own that differs from this process's, where the guard's look from here proves
+ * nothing (issue 33 round 4 review): /proc/self (thread-self, or a pid not there now: the child's, predictable)
+ * then fd/K with K a number an open or dup2 action gives the child (below c->tmax), or cwd after a chdir action.
+ * Spellings of it: /proc/self/fd/K, /dev/fd/K, /dev/stdout, a symlink anywhere to them (a spelled /proc/self/cwd
+ * prefix comes here as the rest, from the held directory: proc_cwd). base: where a relative path starts; cwdfd: the
+ * child's directory (fa_dir). 0 on anything it cannot follow (the guard's check stands). */
+static int child_own(const struct fa_cwd *c, int base, int cwdfd, const char *path)
+{
+    SH_SCRATCH(s);
+    char *acc = s->a, *rest = s->b, *alt = s->c, *lk = s->d;
+    size_t al = 0, child_al = 0;
+    int child = 0, hops = 0;
+    if (strlen(path) >= SH_SCR)
+        return 0;
+    strcpy(rest, path);
+    acc[0] = 0;
+    if (path[0] != '/') {
+        ssize_t k = -1;
+        if (base == AT_FDCWD)
+            k = sh_r.getcwd(acc, SH_SCR) ? (ssize_t)strlen(acc) : -1;
+        else if (base >= 0) {
+            snprintf(lk, SH_SCR, "/proc/self/fd/%d", base);
+            k = sh_r.readlink(lk, acc, SH_SCR - 1);
+        }
+        if (k <= 0 || acc[0] != '/')
+            return 0;
+        al = k == 1 ? 0 : (size_t)k;
+        acc[al] = 0;
+    }
+    int inproc = in_proc(acc);
+    const char *r = rest;
+    for (;;) {
+        while (*r == '/')
+            r++;
+        if (!*r)
+            return 0;
+        size_t len = strcspn(r, "/");
+        const char *comp = r, *next = r + len;
+        if (len == 1 && comp[0] == '.') {
+            r = next;
+            continue;
+        }
+        size_t pl = al; /* acc's length before this component */
+        if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+            while (al > 0 && acc[al - 1] != '/')
+                al--;
+            al -= al > 0;
+            acc[al] = 0;
+            child = child && al >= child_al;
+            inproc = in_proc(acc);
+            r = next;
+            continue;
+        }
+        if (al + 1 + len >= SH_SCR)
+            return 0;
+        acc[al] = '/';
+        memcpy(acc + al + 1, comp, len);
+        al += 1 + len;
+        acc[al] = 0;
+        struct stat st;
+        if (sh_r.lstat(acc, &st) < 0)
+            return inproc; /* a /proc name not there here may be the child's: its pid */
+        if (S_ISDIR(st.st_mode)) {
+            inproc = in_proc(acc);
+            r = next;
+            continue;
+        }
+        if (!S_ISLNK(st.st_mode))
+            return 0;
+        const char *tgt = lk;
+        if (inproc && !child && ((len == 4 && !memcmp(comp, "self", 4)) || (len == 11 && !memcmp(comp, "thread-self", 11)))) {
+            child = 1; /* the child's own entry: walked as this process's, its fd and cwd looked at */
+            child_al = al;
+            r = next;
+            continue;
+        }
+        if (inproc && child) {
+            const char *pc = acc + pl; /* "/fd" before "/K"? */
+            while (pc > acc && pc[-1] != '/')
+                pc--;
+            if (len == 3 && !memcmp(comp, "cwd", 3) && cwdfd != AT_FDCWD)
+                return 1; /* this process's cwd is not the child's: the guard's look is of the wrong one */
+            if (acc + pl - pc == 2 && !memcmp(pc, "fd", 2) && atoi(comp) < c->tmax)
+                return 1;
+        }
+        {
+            ssize_t k = sh_r.readlink(acc, lk, SH_SCR - 1);
+            if (k <= 0)
+                return 0;
+            lk[k] = 0;
+        }
+        if (inproc && lk[0] != '/')
+            return 0; /* a magic link to what is no path ("pipe:[N]"): the guard's check of the object stands */
+        if (++hops > 40 || strlen(tgt) + strlen(next) >= SH_SCR)
+            return 0;
+        strcpy(alt, tgt);
+        strcat(alt, next);
+        char *sw = rest;
+        rest = alt;
+        alt = sw;
+        if (tgt[0] == '/') {
+            al = 0;
+            child = 0;
+        } else {
+            al = pl;
+        }
+        acc[al] = 0;
+        child = child && al >= child_al;
+        inproc = in_proc(acc);
+        r = rest;
+    }
+}
+
 /* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
  * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
  * fallback would find after its real call failed: the child's open has no fallback) */
@@ -232,8 +397,7 @@ static int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
     return r;
 }
 
-SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
-                                               mode_t mode)
+static int addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag, mode_t mode)
 {
     int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
         REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
@@ -241,7 +405,7 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
     LAUNDER(path);
     /* a write takes no fast path: /proc/self/fd/N of a blob, /proc/self/cwd/x from a cwd in a mount, a symlink
      * into the cache are all spelled outside the mounts (issue 33 item 1) */
-    if (!path || sh_in_vfork() || (ro ? ro_outside(fa, path) : !sh_wguard_on))
+    if (!path || (ro ? sh_in_vfork() || ro_outside(fa, path) : !sh_wguard_on))
         return real(fa, fd, path, oflag, mode);
     int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
     if (d == -1)
@@ -263,11 +427,31 @@ SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, i
         gd = fa_dir(fa);
     else
         gp = path;
-    if (!ro && (gd == -1 || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
+    struct fa_cwd c;
+    fa_get(fa, &c);
+    if (!ro && (gd == -1 || child_own(&c, gd, fa_dir(fa), gp) || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
                 sh_wguard_slow(gd, gp, SH_W_OPEN, oflag)))
         return EROFS;
     errno = e;
     return real(fa, fd, path, oflag, mode);
+}
+
+/* a write action is put to the guard in a vfork child too (and in the child of a raw fork syscall, which is one
+ * for the shim for good): open() is there, and such a child may add actions and spawn as any program */
+SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
+                                               mode_t mode)
+{
+    return fa_names(fa, fd, addopen(fa, fd, path, oflag, mode));
+}
+
+SH_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, int fd, int to)
+{
+    return fa_names(fa, to, REAL(posix_spawn_file_actions_adddup2, int (*)(posix_spawn_file_actions_t *, int, int))(fa, fd, to));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addclose(posix_spawn_file_actions_t *fa, int fd)
+{
+    return fa_names(fa, fd, REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int))(fa, fd));
 }
 
 /* The child's chdir: a directory in a mount (or a synthesized ancestor) becomes the real directory the shim's
@@ -279,8 +463,10 @@ SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *f
     int (*real)(posix_spawn_file_actions_t *, const char *) =
         REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *));
     LAUNDER(path);
-    if (!path || !sh_nmounts || sh_in_vfork())
+    if (!path || !sh_nmounts)
         return real(fa, path);
+    if (sh_in_vfork()) /* nothing opened here: as given, and where the child will be is unknown */
+        return fa_added(fa, 0, real(fa, path));
     int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
     SH_LOC(l);
     SH_SCRATCH(t);
@@ -303,8 +489,10 @@ SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *
 {
     int (*real)(posix_spawn_file_actions_t *, int) =
         REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
-    if (!sh_nmounts || sh_in_vfork() || dfd < 0)
+    if (!sh_nmounts || dfd < 0)
         return real(fa, dfd);
+    if (sh_in_vfork())
+        return fa_added(fa, 0, real(fa, dfd));
     int e = errno;
     int held = fa_hold(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
     int rc = fa_added(fa, held, real(fa, held ? fa_dir(fa) : dfd));
@@ -344,7 +532,7 @@ SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
 static int fa_intact(const posix_spawn_file_actions_t *fa)
 {
     struct fa_cwd c;
-    if (!fa || !sh_nmounts || sh_in_vfork())
+    if (!fa || !sh_nmounts) /* a vfork child too: it may have replaced an inherited one */
         return 1;
     fa_get(fa, &c);
     int e = errno, ok = 1;

@@ -8,7 +8,12 @@
 #      (/proc, /dev) and one whose first component a mount shares ($WORK/w/...). Nothing in the cache changes.
 #      The child moves to the directory the guard looked from (issue 33 round 4): a chdir path not there when added
 #      and made a symlink into the cache later, a descriptor not open then or replaced by dup2 before the spawn, a
-#      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir.
+#      held descriptor the program closed and reused, two chdirs, a closefrom before or after a chdir; an open,
+#      dup2 or close action before a chdir naming the number the shim's descriptor then gets; a child of the raw
+#      fork syscall (a vfork child for the shim) adding write actions; a write spelled through a descriptor an
+#      earlier action gives the child, through the child's own pid, or through a symlink to /proc/self/cwd after a
+#      chdir; 1100 live objects with a chdir action each do not use up the program's descriptors (issue 33
+#      round 4 review).
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
 #      exec and vfork + chdir + exec all run `pwd` there (it gave EIO in the vfork child).
@@ -56,6 +61,20 @@ $M/flat/dir
 addclosefrom_np 3, addchdir_np M/dir, pwd: ok 0
 addclosefrom_np 3, addchdir_np M/dir, addopen x O_CREAT: EROFS
 addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: ok
+adddup2(fd of M/dir) onto the next free number, addchdir_np W, addopen x4 O_CREAT: ok (W/x4 made)
+addopen(M/dir) onto the next free number, addchdir_np W, addopen x5 O_CREAT: ok (W/x5 made)
+addclose onto the next free number, addchdir_np W, addopen x6 O_CREAT: ok (W/x6 made)
+raw fork child: addopen /proc/self/fd/N O_WRONLY|O_TRUNC: EROFS
+raw fork child: addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
+raw fork child: addchdir_np M/dir, addopen x O_CREAT: EROFS
+adddup2(fd of a.txt, 60), addopen /proc/self/fd/60 O_WRONLY|O_TRUNC: EROFS
+addopen(60, M/a.txt), addopen /dev/fd/60 O_WRONLY|O_APPEND: EROFS
+adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT: EROFS
+adddup2(fd of M/dir, 60), addopen W/fdlink/x (-> /proc/self/fd/60) O_CREAT: EROFS
+addopen /proc/PID+1000000/fd/N (a pid not there: the child's?) O_WRONLY: EROFS
+addchdir_np M/dir, addopen W/cwdlink/x (-> /proc/self/cwd) O_CREAT: EROFS
+addopen /dev/stdout O_WRONLY (no action before it): ok
+60 W here, adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT: EROFS
 $M/flat/dir
 addchdir_np M/dir, pwd: ok 0
 addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (61 of 61 still open)
@@ -63,6 +82,11 @@ addchdir_np M/dir, its descriptor closed and reused, posix_spawn: EBADF
 EOF
 shim_check "spawn file actions: every write refused (EROFS), reads and writes elsewhere work" diff guard.want guard.out
 shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt -a -e w/made2.txt
+r=$(shim "$T/spawnw" many "$WORK/w" 2>&1)
+shim_check "1100 live file-action objects with a chdir each: open() still works, the child starts there ($(echo $r))" \
+  test "$r" = "1100 live objects with a chdir action (0 adds failed): open: ok
+$WORK/w
+the last one's child: ok 0"
 # python3's os.posix_spawn: the same addopen, the shape the issue saw (the child truncates stdout = the blob)
 r=$(shim python3 - "$M/flat" <<'PY' 2>&1
 import os, sys

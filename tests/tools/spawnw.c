@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +202,89 @@ static int guard(const char *m, const char *w)
         rc = run(&fa, tv, &st);
     posix_spawn_file_actions_destroy(&fa);
     printf("addchdir_np W, addclosefrom_np 3, addopen made2.txt O_CREAT: %s\n", ename(rc));
+    /* issue 33 round 4 review: an open, dup2 or close action added before a chdir names the number the shim's
+     * descriptor for the chdir then gets (the lowest free one: a program can predict it). The child must still move
+     * where the guard looked (W: x4, x5 made there, nothing in M/dir's skeleton), and a close must not make the
+     * spawn fail (the kernel runs it) */
+    for (int k = 0; k < 3; k++) {
+        int next = dup(0);
+        close(next);
+        posix_spawn_file_actions_init(&fa);
+        rc = k == 0 ? posix_spawn_file_actions_adddup2(&fa, dfd, next)
+           : k == 1 ? posix_spawn_file_actions_addopen(&fa, next, dir, O_RDONLY | O_DIRECTORY, 0)
+                    : posix_spawn_file_actions_addclose(&fa, next);
+        if (!rc)
+            rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+        snprintf(q, sizeof q, "x%d", 4 + k);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, 9, q, O_WRONLY | O_CREAT, 0644);
+        if (!rc)
+            rc = run(&fa, tv, &st);
+        posix_spawn_file_actions_destroy(&fa);
+        snprintf(p, sizeof p, "%s/x%d", w, 4 + k);
+        printf("%s onto the next free number, addchdir_np W, addopen x%d O_CREAT: %s%s (W/x%d %s)\n",
+               k == 0 ? "adddup2(fd of M/dir)" : k == 1 ? "addopen(M/dir)" : "addclose", 4 + k, ename(rc),
+               !rc && st ? " (the child failed)" : "", 4 + k, access(p, F_OK) == 0 ? "made" : "missing");
+    }
+    /* a child of the raw fork syscall (no atfork handler: a vfork child for the shim, for good) adds write actions
+     * and spawns: the guard still looks at them */
+    fflush(stdout);
+    pid_t c = syscall(SYS_fork);
+    if (c == 0) {
+        snprintf(q, sizeof q, "/proc/self/fd/%d", n);
+        one("raw fork child: addopen /proc/self/fd/N O_WRONLY|O_TRUNC", NULL, -1, 1, q, O_WRONLY | O_TRUNC);
+        one("raw fork child: addfchdir_np fd of M/dir, addopen x O_CREAT", NULL, dfd, 5, "x", O_WRONLY | O_CREAT);
+        one("raw fork child: addchdir_np M/dir, addopen x O_CREAT", dir, -1, 5, "x", O_WRONLY | O_CREAT);
+        fflush(stdout);
+        _exit(0);
+    }
+    if (c > 0)
+        waitpid(c, &st, 0);
+    /* a write action spelled through a descriptor an earlier action gives the child (60: not open here), through the
+     * child's own pid (not there here), or through a symlink to /proc/self/cwd after a chdir into a mount: what the
+     * guard sees here is not what the child opens; refused. /dev/stdout with no action before it still works. */
+    {
+        static const struct { const char *name; int give; const char *path; int fl; } fp[] = {
+            {"adddup2(fd of a.txt, 60), addopen /proc/self/fd/60 O_WRONLY|O_TRUNC", 1, "/proc/self/fd/60", O_WRONLY | O_TRUNC},
+            {"addopen(60, M/a.txt), addopen /dev/fd/60 O_WRONLY|O_APPEND", 2, "/dev/fd/60", O_WRONLY | O_APPEND},
+            {"adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT", 3, "/proc/self/fd/60/x", O_WRONLY | O_CREAT},
+            {"adddup2(fd of M/dir, 60), addopen W/fdlink/x (-> /proc/self/fd/60) O_CREAT", 3, "fdlink/x", O_WRONLY | O_CREAT},
+            {"addopen /proc/PID+1000000/fd/N (a pid not there: the child's?) O_WRONLY", 0, NULL, O_WRONLY},
+            {"addchdir_np M/dir, addopen W/cwdlink/x (-> /proc/self/cwd) O_CREAT", 4, "cwdlink/x", O_WRONLY | O_CREAT},
+            {"addopen /dev/stdout O_WRONLY (no action before it)", 5, "/dev/stdout", O_WRONLY},
+            {"60 W here, adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT", 6, "/proc/self/fd/60/x", O_WRONLY | O_CREAT},
+        };
+        symlink("/proc/self/fd/60", "fdlink");
+        symlink("/proc/self/cwd", "cwdlink");
+        for (size_t i = 0; i < sizeof fp / sizeof fp[0]; i++) {
+            posix_spawn_file_actions_init(&fa);
+            rc = fp[i].give == 1 ? posix_spawn_file_actions_adddup2(&fa, n, 60)
+               : fp[i].give == 2 ? posix_spawn_file_actions_addopen(&fa, 60, p, O_RDONLY, 0)
+               : fp[i].give == 3 ? posix_spawn_file_actions_adddup2(&fa, dfd, 60)
+               : fp[i].give == 4 ? posix_spawn_file_actions_addchdir_np(&fa, dir) : 0;
+            if (fp[i].give == 6) { /* here 60 is W (the guard's look finds nothing to refuse), in the child M/dir */
+                int h = open(w, O_RDONLY | O_DIRECTORY);
+                rc = h < 0 || dup2(h, 60) < 0 ? errno : posix_spawn_file_actions_adddup2(&fa, dfd, 60);
+                if (h >= 0)
+                    close(h);
+            }
+            const char *wp = fp[i].path;
+            if (!wp) {
+                snprintf(q, sizeof q, "/proc/%d/fd/%d", (int)getpid() + 1000000, n);
+                wp = q;
+            } else if (wp[0] != '/') {
+                snprintf(q, sizeof q, "%s/%s", w, wp);
+                wp = q;
+            }
+            if (!rc)
+                rc = posix_spawn_file_actions_addopen(&fa, 61, wp, fp[i].fl, 0644);
+            if (!rc)
+                rc = run(&fa, tv, &st);
+            posix_spawn_file_actions_destroy(&fa);
+            close(60);
+            printf("%s: %s%s\n", fp[i].name, ename(rc), !rc && st ? " (the child failed)" : "");
+        }
+    }
     /* the child started in the mount sees it (it runs under the shim too) */
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addchdir_np(&fa, dir);
@@ -262,10 +347,38 @@ static int cwd(const char *dir)
     return 0;
 }
 
+/* 1100 live file-action objects, each with a chdir action to w, under a descriptor limit of 1024: the program's own
+ * open() still works (the shim holds a bounded number of descriptors for them), and a child still starts in w */
+static int many(const char *w)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    enum { N = 1100 };
+    static posix_spawn_file_actions_t fa[N];
+    int fails = 0, st = 0;
+    for (int i = 0; i < N; i++) {
+        posix_spawn_file_actions_init(&fa[i]);
+        fails += posix_spawn_file_actions_addchdir_np(&fa[i], w) != 0;
+    }
+    int fd = open("/dev/null", O_RDONLY);
+    printf("%d live objects with a chdir action (%d adds failed): open: %s\n", N, fails, fd >= 0 ? "ok" : ename(errno));
+    char *argv[] = {"/bin/pwd", NULL};
+    fflush(stdout);
+    int rc = run(&fa[N - 1], argv, &st);
+    printf("the last one's child: %s %d\n", ename(rc), st);
+    for (int i = 0; i < N; i++)
+        posix_spawn_file_actions_destroy(&fa[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "guard"))
         return guard(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "many"))
+        return many(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "cwd"))
         return cwd(argv[2]);
     fprintf(stderr, "usage: spawnw guard M W | spawnw cwd DIR\n");
