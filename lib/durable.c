@@ -64,7 +64,10 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
     /* the size on a second line: the flush promotes no file larger than its fetch installed (a member's sparse
      * 64 GiB file would be hashed whole); the first line alone is what the shim and older helpers read */
     int n = snprintf(line, sizeof line, "%s\n%" PRIu64 "\n", id, size);
-    if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode, c->p_unflushed)) < 0)
+    /* never group-writable (0640 in a shared cache): a member who could write this boot's id into an old boot's
+     * record would have a blob a crash tore served, and then flushed as intact */
+    if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode & ~(mode_t)022,
+                                      c->p_unflushed)) < 0)
         return rc;
     /* the record's name must be on disk before the blob's can be */
     if (fsync(c->unflushed) < 0)
@@ -100,8 +103,9 @@ static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint
         close(fd);
         return 0;
     }
-    /* one anybody could write into says nothing: the blob is hashed again */
-    ssize_t n = S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & S_IWOTH)
+    /* one anybody else could write into (a member too: records are 0640, older ones were 0660) says nothing:
+     * the blob is hashed again */
+    ssize_t n = S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH))
                     ? pread(fd, text, sizeof text - 1, 0)
                     : -1;
     close(fd);

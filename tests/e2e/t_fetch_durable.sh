@@ -146,6 +146,15 @@ PY
   [ -e "$CD/unflushed/$(recn $SA)" ] || fail "test setup: the record of a is gone"
   HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$(blobp $SA)" ||
     fail "shim, boot A"
+  # a record a member could write into (group-writable, as records of a shared cache were: a member writes this
+  # boot's id over the crash's) says nothing: the shim has the helper hash the blob again, so the zeroed a is
+  # fetched again, never served, and its record settled (removed, or written again not group-writable)
+  r="$CD/unflushed/$(recn $SA)"
+  chmod g+w "$r"
+  HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$WORK/m/a.safetensors" ||
+    fail "shim served the zeroed a under a group-writable record of this boot (one a member could write)"
+  [ ! -e "$r" ] || [ $((0$(stat -c %a "$r") & 022)) = 0 ] ||
+    fail "shim: a group-writable record of this boot was trusted, its blob not hashed again"
   ok "$P: under the boot that installed it, an unflushed blob is used without a hash"
 
   # 5. offline after a reboot (HFS3_OFFLINE=1: the crash's server restarts without S3): the shim has the helper
