@@ -151,8 +151,10 @@ static int remark_in_place(const hfs3_cache *c, const char *name)
         return -1;
     struct stat st;
     int rc = -1;
+    /* and no longer group-writable (an older version's 0660): such a record says nothing (record_state) */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == c->uid &&
-        st.st_size >= 37 && st.st_size <= 64 && pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
+        st.st_size >= 37 && st.st_size <= 64 && fchmod(fd, st.st_mode & 07777 & ~(mode_t)022) == 0 &&
+        pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
         rc = 0;
     close(fd);
     return rc;
