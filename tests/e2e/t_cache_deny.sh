@@ -152,8 +152,12 @@ for line in open(sys.argv[1]):
     if call == "openat":
         name = re.search(r'"([^"]*)"', args)
         base = name.group(1).rsplit("/", 1)[-1] if name else ""
+        # a descriptor number is reused once closed (close is not traced): any other file opened on it ends
+        # its entry, else the hash of A's own file on a reused number reads as the planted one's
         if base in shas and ret >= 0:
             fds[(pid, ret)] = base
+        elif ret >= 0:
+            fds.pop((pid, ret), None)
         continue
     fd = args.split(",")[4].strip() if call == "mmap" else args.split(",")[0]
     if fd.strip().lstrip("-").isdigit() and (pid, int(fd)) in fds and (call == "mmap" or ret > 0):
