@@ -64,7 +64,10 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
     /* the size on a second line: the flush promotes no file larger than its fetch installed (a member's sparse
      * 64 GiB file would be hashed whole); the first line alone is what the shim and older helpers read */
     int n = snprintf(line, sizeof line, "%s\n%" PRIu64 "\n", id, size);
-    if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode, c->p_unflushed)) < 0)
+    /* never group-writable (0640 in a shared cache): a member who could write this boot's id into an old boot's
+     * record would have a blob a crash tore served, and then flushed as intact */
+    if ((rc = hfs3_cache_write_atomic(c->unflushed, name, line, (size_t)n, c->file_mode & ~(mode_t)022,
+                                      c->p_unflushed)) < 0)
         return rc;
     /* the record's name must be on disk before the blob's can be */
     if (fsync(c->unflushed) < 0)
@@ -75,8 +78,8 @@ int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
 /* The record `name` (open, read and decided on its own descriptor): 0 none, or none that counts (one whose
  * owner is neither the blob's, owner, nor root: a member's 37 bytes must not make another user's file
  * unusable), 1 this boot's, 2 another boot's or unreadable. *size: the size its second line holds, or
- * UINT64_MAX (none: an older record). */
-static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint64_t *size)
+ * UINT64_MAX (none: an older record). *seen (may be NULL): the record read (its fstat), when one was. */
+static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint64_t *size, struct stat *seen)
 {
     char text[129], id[37];
     *size = UINT64_MAX;
@@ -94,12 +97,15 @@ static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint
         close(fd);
         return 2;
     }
+    if (seen)
+        *seen = st;
     if (st.st_uid != owner && st.st_uid != 0) {
         close(fd);
         return 0;
     }
-    /* one anybody could write into says nothing: the blob is hashed again */
-    ssize_t n = S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & S_IWOTH)
+    /* one anybody else could write into (a member too: records are 0640, older ones were 0660) says nothing:
+     * the blob is hashed again */
+    ssize_t n = S_ISREG(st.st_mode) && st.st_nlink == 1 && !(st.st_mode & (S_IWGRP | S_IWOTH))
                     ? pread(fd, text, sizeof text - 1, 0)
                     : -1;
     close(fd);
@@ -120,7 +126,7 @@ static int record_state(const hfs3_cache *c, const char *name, uid_t owner, uint
 int hfs3_unflushed_state(const hfs3_cache *c, const char *name, uid_t owner)
 {
     uint64_t size;
-    return record_state(c, name, owner, &size);
+    return record_state(c, name, owner, &size, NULL);
 }
 
 static int is_chunked(const char *name) { return name[64] != 0; }
@@ -145,8 +151,10 @@ static int remark_in_place(const hfs3_cache *c, const char *name)
         return -1;
     struct stat st;
     int rc = -1;
+    /* and no longer group-writable (an older version's 0660): such a record says nothing (record_state) */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == c->uid &&
-        st.st_size >= 37 && st.st_size <= 64 && pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
+        st.st_size >= 37 && st.st_size <= 64 && fchmod(fd, st.st_mode & 07777 & ~(mode_t)022) == 0 &&
+        pwrite(fd, id, 36, 0) == 36 && fdatasync(fd) == 0)
         rc = 0;
     close(fd);
     return rc;
@@ -344,12 +352,24 @@ static int flush_one(void *ud, const char *name)
     const hfs3_cache *c = s->c;
     uint64_t size;
     /* this user's own records only: another's is its owner's to flush (and this user could not remove it) */
-    if (!blob_name_ok(name) || record_state(c, name, c->uid, &size) != 1)
+    struct stat seen, st;
+    if (!blob_name_ok(name) || record_state(c, name, c->uid, &size, &seen) != 1)
         return 0;
     int rfd = openat(c->unflushed, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (rfd < 0)
         return 0;
     if (flock(rfd, LOCK_EX | LOCK_NB) < 0) { /* another flusher has it */
+        close(rfd);
+        return 0;
+    }
+    /* the record held must be the one read above and still at its name: another flusher may have settled
+     * (removed) it between that read and this flock, and a gc and a fetch written it again for a new file;
+     * worked on under the stale one, the new file would be flushed and hashed once for nothing (while the
+     * new record's flusher hashes it too), its settle refused by same_file below */
+    if (fstat(rfd, &st) < 0 || st.st_dev != seen.st_dev || st.st_ino != seen.st_ino ||
+        !same_file(c->unflushed, name, rfd)) {
+        if (fstatat(c->unflushed, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            s->retry++; /* a new record: looked at again in the next pass */
         close(rfd);
         return 0;
     }
@@ -381,7 +401,6 @@ static int flush_one(void *ud, const char *name)
     if (fd >= 0) {
         /* crash-safe order: the data on disk, then (a chunk-checked blob) moved into blobs/, and only then the
          * record gone; a crash in between leaves a record that the next flush finishes */
-        struct stat st;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fdatasync(fd) == 0 && fsync(dir) == 0) {
             s->flushed++;
             /* a mismatch is removed only once its pin is free (an open about to read it, a fetch keeping its

@@ -82,12 +82,15 @@ static int record_ok(const char *rec, uid_t owner)
     if (fd < 0)
         return errno == ENOENT ||
                (sh_r.lstat(t->a, &rs) == 0 && rs.st_uid != owner && rs.st_uid != 0);
-    if (sh_r.fstat(fd, &rs) == 0 && rs.st_uid != owner && rs.st_uid != 0) {
+    int known = sh_r.fstat(fd, &rs) == 0;
+    if (known && rs.st_uid != owner && rs.st_uid != 0) {
         sh_r.close(fd);
         return 1;
     }
+    /* one a member could write into (group-writable, as records were before 0640) says nothing: its boot id
+     * could be this boot's written over a crash's (lib/durable.c's record_state) */
     char got[37], id[37];
-    ssize_t k = read(fd, got, 36);
+    ssize_t k = !known || (rs.st_mode & (S_IWGRP | S_IWOTH)) ? -1 : read(fd, got, 36);
     sh_r.close(fd);
     return k == 36 && boot_id(id) == 0 && !memcmp(got, id, 36);
 }

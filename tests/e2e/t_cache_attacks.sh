@@ -751,4 +751,20 @@ wait "$holder" || fail "lock race: B's planter failed"
 [ "$st" != 0 ] || cmp -s "$WORK/shim.out" "$WORK/m/config.json" || fail "lock race: A read other bytes"
 ok "B plants a forged blob while holding the lock A waits for: not read under HFS3_VERIFY_FOREIGN=1 (exit $st: $(head -c 120 "$WORK/shim.err"))"
 victim_ok "issue 23"
+
+# ---- issue 31, round 4 review: B writes this boot's id over A's record of a crash (records were 0660) ----
+# A installs config.json under boot OLD without the flush, the crash zeroes it; under boot NOW B rewrites the
+# record's boot id in place: A's shim must still have the helper hash the blob, never serve the zeros
+new_shared record
+OLD=aaaaaaaa-1111-4111-8111-aaaaaaaaaaaa NOW=bbbbbbbb-2222-4222-8222-bbbbbbbbbbbb
+HFS3_TEST_BOOT_ID=$OLD HFS3_TEST_NO_FLUSH=1 runA _get "$R" config.json
+succeeded "record: A's _get under boot OLD"
+[ -e "$S/unflushed/$cfg" ] || fail "record: test setup: no record of A's config.json"
+dd if=/dev/zero of="$S/blobs/$cfg" bs=1 count=64 conv=notrunc status=none
+as "$B" bash -c "printf '%s' $NOW | dd of='$S/unflushed/$cfg' conv=notrunc status=none" 2>/dev/null || true
+shimA env HFS3_TEST_BOOT_ID=$NOW cat /models/m1/config.json
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" ||
+  { cat "$WORK/shim.err" >&2; fail "record: A read the zeroed config.json under a record B rewrote (exit $st)"; }
+[ ! -e "$S/unflushed/$cfg" ] || [ "$(stat -c %a "$S/unflushed/$cfg")" = 640 ] || fail "record: A's record is group-writable"
+ok "B cannot write this boot's id into A's record of a crash: A's shim hashes the zeroed blob again, reads the real one"
 echo "all ok"

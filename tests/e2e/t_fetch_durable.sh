@@ -146,6 +146,15 @@ PY
   [ -e "$CD/unflushed/$(recn $SA)" ] || fail "test setup: the record of a is gone"
   HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$(blobp $SA)" ||
     fail "shim, boot A"
+  # a record a member could write into (group-writable, as records of a shared cache were: a member writes this
+  # boot's id over the crash's) says nothing: the shim has the helper hash the blob again, so the zeroed a is
+  # fetched again, never served, and its record settled (removed, or written again not group-writable)
+  r="$CD/unflushed/$(recn $SA)"
+  chmod g+w "$r"
+  HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 LD_PRELOAD=$HFS3_SHIM cmp -s "$M/a.safetensors" "$WORK/m/a.safetensors" ||
+    fail "shim served the zeroed a under a group-writable record of this boot (one a member could write)"
+  [ ! -e "$r" ] || [ $((0$(stat -c %a "$r") & 022)) = 0 ] ||
+    fail "shim: a group-writable record of this boot was trusted, its blob not hashed again"
   ok "$P: under the boot that installed it, an unflushed blob is used without a hash"
 
   # 5. offline after a reboot (HFS3_OFFLINE=1: the crash's server restarts without S3): the shim has the helper
@@ -177,6 +186,9 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=16m tm
   export HFS3_CACHE_DIR=$CD
   HFS3_TEST_BOOT_ID=$A HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" fetch s3test:models/c >/dev/null 2>&1 || fail "fetch (full disk)"
   [ "$(head -1 "$CD/unflushed/$(recn $SA)")" = "$A" ] || fail "test setup: no record of boot A"
+  # group-writable, as older versions wrote a shared cache's records: rewritten in place, it must lose that bit
+  # (else it says nothing, and every open hashes the copy again)
+  chmod g+w "$CD/unflushed/$(recn $SA)"
   dd if=/dev/zero of="$WORK/small/fill" bs=64k status=none 2>/dev/null || true
   [ "$(df -k --output=avail "$WORK/small" | tail -1)" -le 64 ] || fail "test setup: the tmpfs is not full"
   M=$WORK/mnt/c
@@ -188,6 +200,8 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$WORK/small" && mount -t tmpfs -o size=16m tm
     fail "offline after a reboot, full disk: the record is still the old boot's"
   # (the other copies' records are boot A's: the flush leaves them to a helper that can hash them)
   for _ in $(seq 1 100); do [ ! -e "$CD/unflushed/$(recn $SA)" ] && break; sleep 0.1; done
+  [ ! -e "$CD/unflushed/$(recn $SA)" ] || [ $((0$(stat -c %a "$CD/unflushed/$(recn $SA)") & 022)) = 0 ] ||
+    fail "offline after a reboot, full disk: the record rewritten in place is still group-writable"
   umount -l "$WORK/small"
   ok "c: offline after a reboot on a full disk: an intact unflushed copy is served, its record rewritten in place (or flushed)"
 fi
