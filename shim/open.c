@@ -479,8 +479,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         if ((flags & O_CREAT) && (flags & O_EXCL))
             return -EEXIST;
         int writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-        if (S_ISDIR(st.st_mode) && (writes || (flags & O_CREAT)))
-            return -EISDIR; /* the kernel's answer to O_CREAT on a directory too */
+        /* (O_CREAT of a directory, the kernel's EISDIR, is answered before: wrap.c's kopen_err, one place) */
+        if (S_ISDIR(st.st_mode) && writes)
+            return -EISDIR;
         if (writes)
             return -EROFS;
         flags &= ~(O_CREAT | O_APPEND);   /* an existing file, read only: what the kernel allows */
