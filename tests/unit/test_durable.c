@@ -31,6 +31,22 @@ static size_t swap_len;
 static ino_t new_ino;
 static int new_flushed;
 
+/* dir/sha written with len bytes of data (0444, as the helper installs), its identity in *st, then recorded
+ * unflushed as rec: a blob as a fetch leaves it before the flush. 0, or -1 (the CHECK that failed says where). */
+static int put_recorded(const hfs3_cache *c, int dir, const char *sha, const char *rec, const char *data, size_t len,
+                        struct stat *st)
+{
+    int fd = openat(dir, sha, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return -1;
+    CHECK_EQ_INT(write(fd, data, len), (long long)len);
+    CHECK_EQ_INT(fstat(fd, st), 0);
+    close(fd);
+    CHECK_EQ_INT(hfs3_unflushed_mark(c, rec, len), 0);
+    return 0;
+}
+
 static void swap_now(const hfs3_cache *c)
 {
     char tmp[720];
@@ -128,13 +144,8 @@ static void flush_case(int chunked)
     } else {
         snprintf(rec, sizeof rec, "%s", sha);
     }
-    int fd = openat(dir, sha, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    CHECK(fd >= 0);
-    CHECK_EQ_INT(write(fd, data, sizeof data), (long long)sizeof data);
     struct stat st;
-    CHECK_EQ_INT(fstat(fd, &st), 0);
-    close(fd);
-    CHECK_EQ_INT(hfs3_unflushed_mark(c, rec, sizeof data), 0);
+    CHECK_EQ_INT(put_recorded(c, dir, sha, rec, data, sizeof data, &st), 0);
     CHECK_EQ_INT(hfs3_unflushed_state(c, rec, getuid()), 1);
 
     snprintf(watch_lock, sizeof watch_lock, "%s/locks/%s.lock", p, sha);
@@ -156,11 +167,7 @@ static void flush_case(int chunked)
     data[0] ^= 1;
     hfs3_sha256_hexof(data, sizeof data, sha2);
     snprintf(rec2, sizeof rec2, "%s", sha2);
-    fd = openat(c->blobs, sha2, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    CHECK(fd >= 0);
-    CHECK_EQ_INT(write(fd, data, sizeof data), (long long)sizeof data);
-    close(fd);
-    CHECK_EQ_INT(hfs3_unflushed_mark(c, rec2, sizeof data), 0);
+    CHECK_EQ_INT(put_recorded(c, c->blobs, sha2, rec2, data, sizeof data, &st), 0);
     char ln[80];
     snprintf(ln, sizeof ln, "%s.lock", sha2);
     int lk = -1;
@@ -174,11 +181,7 @@ static void flush_case(int chunked)
     /* a record another flusher holds (every _prefetch of a mount's processes flushes at its end) is left to it */
     data[0] ^= 2;
     hfs3_sha256_hexof(data, sizeof data, sha2);
-    fd = openat(c->blobs, sha2, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    CHECK(fd >= 0);
-    CHECK_EQ_INT(write(fd, data, sizeof data), (long long)sizeof data);
-    close(fd);
-    CHECK_EQ_INT(hfs3_unflushed_mark(c, sha2, sizeof data), 0);
+    CHECK_EQ_INT(put_recorded(c, c->blobs, sha2, sha2, data, sizeof data, &st), 0);
     char rp[400];
     snprintf(rp, sizeof rp, "%s/%s", c->p_unflushed, sha2);
     int rf = open(rp, O_RDONLY | O_CLOEXEC);
@@ -197,12 +200,7 @@ static void flush_case(int chunked)
         snprintf(rec, sizeof rec, "%s.m%s", sha, key);
     else
         snprintf(rec, sizeof rec, "%s", sha);
-    fd = openat(dir, sha, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    CHECK(fd >= 0);
-    CHECK_EQ_INT(write(fd, data, sizeof data), (long long)sizeof data);
-    CHECK_EQ_INT(fstat(fd, &st), 0);
-    close(fd);
-    CHECK_EQ_INT(hfs3_unflushed_mark(c, rec, sizeof data), 0);
+    CHECK_EQ_INT(put_recorded(c, dir, sha, rec, data, sizeof data, &st), 0);
     snprintf(watch_lock, sizeof watch_lock, "%s/locks/%s.lock", p, sha);
     watch_ino = st.st_ino;
     snprintf(swap_path, sizeof swap_path, "%s/%s", chunked ? cpath : c->p_blobs, sha);
@@ -228,11 +226,7 @@ static void flush_case(int chunked)
         snprintf(rec, sizeof rec, "%s.m%s", sha, key);
     else
         snprintf(rec, sizeof rec, "%s", sha);
-    fd = openat(dir, sha, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    CHECK(fd >= 0);
-    CHECK_EQ_INT(write(fd, data, sizeof data), (long long)sizeof data);
-    close(fd);
-    CHECK_EQ_INT(hfs3_unflushed_mark(c, rec, sizeof data), 0);
+    CHECK_EQ_INT(put_recorded(c, dir, sha, rec, data, sizeof data, &st), 0);
     CHECK_EQ_INT(fstatat(c->unflushed, rec, &st, AT_SYMLINK_NOFOLLOW), 0);
     snprintf(swap_path, sizeof swap_path, "%s/%s", chunked ? cpath : c->p_blobs, sha);
     snprintf(swap_rec, sizeof swap_rec, "%s", rec);
