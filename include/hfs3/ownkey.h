@@ -154,4 +154,42 @@ static inline int hfs3_ownkey(int mfd, const char *remote, unsigned uid, int cre
     return -EEXIST;
 }
 
+/* In uid's own mount directory d (sticky, group-writable): a member's entry at one of the names the directory
+ * holds is removed (a file) or renamed to .aside.<name>.<random> (a directory, which only its owner may empty),
+ * never opened or followed. A member can make one in the moment between the directory's mkdir and its first
+ * files: a directory named index, lock or tree, which the user's rename cannot replace, would refuse the user
+ * the REMOTE until its owner or root removed it. Helper (lib/cache.c) and shim (a mount's load) alike. Returns
+ * how many were moved; the names that stay (a rename that failed) are the caller's to report. */
+static inline int hfs3_ownkey_aside(int d, unsigned uid)
+{
+    static const char *const names[] = {"index", "manifest.json", "etag", "canonical", "lock",
+                                        "tree",  "error",         "remote", "repos", "cblobs"};
+    static const char hexd[] = "0123456789abcdef";
+    int moved = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct stat st;
+        if (syscall(SYS_newfstatat, d, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid == uid ||
+            st.st_uid == 0)
+            continue;
+        if (syscall(SYS_unlinkat, d, names[i], 0) == 0) {
+            moved++;
+            continue;
+        }
+        uint64_t r = 0;
+        char aside[48];
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r)
+            continue;
+        size_t nl = strlen(names[i]);
+        memcpy(aside, ".aside.", 7);
+        memcpy(aside + 7, names[i], nl);
+        aside[7 + nl] = '.';
+        for (int j = 0; j < 16; j++, r >>= 4)
+            aside[8 + nl + j] = hexd[r & 15];
+        aside[24 + nl] = 0;
+        if (syscall(SYS_renameat2, d, names[i], d, aside, 1 /* RENAME_NOREPLACE */) == 0)
+            moved++;
+    }
+    return moved;
+}
+
 #endif

@@ -285,4 +285,20 @@ set -e
   { cat "$WORK/p1.out" "$WORK/p1.err" >&2; fail "B emptied mounts/<K_A> under A's running process: A's opens failed"; }
 [ ! -e "$S/mounts/$KA" ] || fail "A made mounts/<K_A> beside its own directory of the other shape"
 ok "B empties mounts/<K_A> while A's process runs (B's plant at blobs/<sha>): the process and its helpers keep one directory"
+# ---- round 4 review: B's names in A's fresh own mount directory (between its mkdir and its first files) ----
+# a directory at index, lock or tree (A's rename cannot replace one) refused A the REMOTE until B or root removed
+# it; as the directory's owner A moves it aside (include/hfs3/ownkey.h hfs3_ownkey_aside), shim and helper alike
+for name in lock index tree; do
+  new_shared "n$name"
+  as "$A" bash -c "mkdir '$S/mounts/$KA' && chmod 3770 '$S/mounts/$KA'"   # A's, as the load's mkdir leaves it
+  as "$B" bash -c "mkdir -m 0750 '$S/mounts/$KA/$name' && touch '$S/mounts/$KA/$name/x'"
+  shimA_reads "B's directory at $name in A's own mount directory" config.json HFS3_VERIFY_FOREIGN=1
+  [ "$(stat -c %u "$S/mounts/$KA/$name")" = "$A" ] || fail "B's $name stayed in A's own mount directory"
+done
+new_shared netag   # the helper alone (a fetch, no shim)
+as "$A" bash -c "mkdir '$S/mounts/$KA' && chmod 3770 '$S/mounts/$KA'"
+as "$B" mkdir -m 0750 "$S/mounts/$KA/etag"
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's _index beside B's directory at etag in A's own mount directory"; }
+ok "B's directories at lock, index and tree (shim), etag (helper) in A's fresh own mount directory: moved aside, A reads the file"
 echo "all ok"
