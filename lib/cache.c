@@ -481,6 +481,10 @@ int hfs3_cache_mount_dir(const hfs3_cache *c, const char *spec, int create, char
                         "HFS3_VERIFY_FOREIGN=1 it must be yours or root's; refusing (ask root to chown it, or let "
                         "the cache's owner create its subdirectories first)", c->p_mounts, (unsigned)st.st_uid);
     }
+    int moved = own ? hfs3_ownkey_aside(fd, (unsigned)c->uid) : 0;
+    if (moved > 0)   /* a member's names in a directory of this user's own (include/hfs3/ownkey.h) */
+        hfs3_warn("cache: %s/%s (for %s): %d entr%s of another user's moved out of the way (HFS3_VERIFY_FOREIGN=1)",
+                  c->p_mounts, key, spec, moved, moved == 1 ? "y" : "ies");
     if (path && !(*path = hfs3_cache_path(c, "mounts", key, NULL))) {
         close(fd);
         return hfs3_err(-ENOMEM, "out of memory");

@@ -429,6 +429,15 @@ void sh_mount_ownkey(struct sh_mount *m)
         goto out;
     char key[17];
     int rc = hfs3_ownkey(mfd, m->remote, (unsigned)geteuid(), 1, 03770, t->b, SH_SCR, key);
+    /* a member's names in it (a directory at lock, which the shim's lock would refuse before any helper runs) */
+    int kd = rc < 0 ? -1 : (int)syscall(SYS_openat, mfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+                                                             O_CLOEXEC);
+    struct stat kst;
+    if (kd >= 0 && sh_r.fstat(kd, &kst) == 0 && kst.st_uid == geteuid() && hfs3_ownkey_aside(kd, kst.st_uid) > 0)
+        sh_log(1, "%s: %s/mounts/%s: another user's entries moved out of the way (HFS3_VERIFY_FOREIGN=1)", m->path,
+               sh_cache, key);
+    if (kd >= 0)
+        sh_r.close(kd);
     sh_r.close(mfd);
     if (rc == 1 && (size_t)snprintf(t->c, SH_SCR, "%s/mounts/%s", sh_cache, key) < sizeof m->dir) {
         sh_log(1, "%s: %s is another user's: using your own %s (HFS3_VERIFY_FOREIGN=1)", m->path, m->dir, t->c);

@@ -59,14 +59,18 @@ static inline int hfs3_ownkey_dir_(int mfd, const char *name, const char *remote
 /* The key (16 hex + NUL into key) of uid's mount directory for remote, mfd being mounts/: 0 the predictable one
  * (hfs3_mountkey_as: free, or uid's own directory), 1 one of the other shape (a member holds the predictable
  * name), found, or with create made now: mode 0700 while its `remote` is written, then mode; -errno when there is
- * none (-ENOENT: none made yet, create not set). buf (n bytes, at least 4096) is scratch for the listing. */
+ * none (-ENOENT: none made yet, create not set). A directory of the other shape, once there, is found before a
+ * free predictable name (a member who empties that name must not move the user to another directory while a
+ * process of the user's still works in the first); a free one is made at once with create (0700, then mode).
+ * buf (n bytes, at least 4096) is scratch for the listing. */
 static inline int hfs3_ownkey(int mfd, const char *remote, unsigned uid, int create, mode_t mode, char *buf,
                               size_t n, char key[17])
 {
     hfs3_mountkey_as(remote, 1, uid, key);
     int fd = (int)syscall(SYS_openat, mfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return 0;
+    /* a free predictable name does not win over a directory of the other shape made while a member held it (and
+     * then emptied it): a process that found that one, and the helpers it runs later, must keep finding it */
+    int absent = fd < 0 && errno == ENOENT;
     if (fd >= 0) {
         struct stat st;
         int own = syscall(SYS_fstat, fd, &st) == 0 && st.st_uid == uid;
@@ -93,6 +97,28 @@ static inline int hfs3_ownkey(int mfd, const char *remote, unsigned uid, int cre
     }
     if (dfd >= 0)
         syscall(SYS_close, dfd);
+    if (absent && !create)
+        return 0;
+    /* made here, at once, so that the choice stays: the user's own from now on (mounts/ is sticky) */
+    long made = absent ? syscall(SYS_mkdirat, mfd, key, 0700) : -1;
+    if (absent && made < 0 && errno != EEXIST)
+        return 0;   /* the caller's own mkdir says why */
+    if (made == 0) {
+        int kd = (int)syscall(SYS_openat, mfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int ok = kd >= 0 && syscall(SYS_fchmod, kd, mode) == 0;
+        if (kd >= 0)
+            syscall(SYS_close, kd);
+        return ok ? 0 : -EACCES;
+    }
+    if (absent) {   /* taken since: another process of the user's (then it is the user's), or a member */
+        struct stat st;
+        int kd = (int)syscall(SYS_openat, mfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int own = kd >= 0 && syscall(SYS_fstat, kd, &st) == 0 && st.st_uid == uid;
+        if (kd >= 0)
+            syscall(SYS_close, kd);
+        if (own)
+            return 0;
+    }
     if (!create)
         return -ENOENT;
     size_t rl = strlen(remote);
@@ -126,6 +152,44 @@ static inline int hfs3_ownkey(int mfd, const char *remote, unsigned uid, int cre
         }
     }
     return -EEXIST;
+}
+
+/* In uid's own mount directory d (sticky, group-writable): a member's entry at one of the names the directory
+ * holds is removed (a file) or renamed to .aside.<name>.<random> (a directory, which only its owner may empty),
+ * never opened or followed. A member can make one in the moment between the directory's mkdir and its first
+ * files: a directory named index, lock or tree, which the user's rename cannot replace, would refuse the user
+ * the REMOTE until its owner or root removed it. Helper (lib/cache.c) and shim (a mount's load) alike. Returns
+ * how many were moved; the names that stay (a rename that failed) are the caller's to report. */
+static inline int hfs3_ownkey_aside(int d, unsigned uid)
+{
+    static const char *const names[] = {"index", "manifest.json", "etag", "canonical", "lock",
+                                        "tree",  "error",         "remote", "repos", "cblobs"};
+    static const char hexd[] = "0123456789abcdef";
+    int moved = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct stat st;
+        if (syscall(SYS_newfstatat, d, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid == uid ||
+            st.st_uid == 0)
+            continue;
+        if (syscall(SYS_unlinkat, d, names[i], 0) == 0) {
+            moved++;
+            continue;
+        }
+        uint64_t r = 0;
+        char aside[48];
+        if (syscall(SYS_getrandom, &r, sizeof r, 0) != (long)sizeof r)
+            continue;
+        size_t nl = strlen(names[i]);
+        memcpy(aside, ".aside.", 7);
+        memcpy(aside + 7, names[i], nl);
+        aside[7 + nl] = '.';
+        for (int j = 0; j < 16; j++, r >>= 4)
+            aside[8 + nl + j] = hexd[r & 15];
+        aside[24 + nl] = 0;
+        if (syscall(SYS_renameat2, d, names[i], d, aside, 1 /* RENAME_NOREPLACE */) == 0)
+            moved++;
+    }
+    return moved;
 }
 
 #endif

@@ -251,4 +251,54 @@ HFS3_VERIFY_FOREIGN=1 runA cache gc --max 0
 [ -z "$(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)" ] ||
   { cat "$WORK/out" "$WORK/err" >&2; fail "gc --max 0 left A's kept copies: $(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)"; }
 ok "A's own copies kept beside B's plants after the flush: found and evicted by gc --max 0"
+# ---- round 4 review: B holds mounts/<K_A> while A's process starts, then empties that name ----
+# A's process works in its own directory of the other shape; the helpers it runs later must find that one too, not
+# a new mounts/<K_A> of A's: with B's bad plant at blobs/<sha> A's own copy would land where the shim never looks,
+# and every open of that file by the process would be EIO for as long as it runs
+new_shared toggle
+as "$B" mkdir -m 3770 "$S/mounts/$KA"
+mkdir -m 0777 "$WORK/sync"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HOME="$WORK/home" HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_VERIFY_FOREIGN=1 HFS3_MOUNTS="/models/m1=$R" LD_PRELOAD="$HFS3_SHIM" python3 -c '
+import os, sys, time
+w = sys.argv[1]
+open("/models/m1/config.json", "rb").read()
+open(w + "/sync/step1", "w").close()
+while not os.path.exists(w + "/sync/go"):
+    time.sleep(0.05)
+want = open(w + "/m/model.safetensors", "rb").read()
+for i in range(2):
+    try:
+        print("open", i, open("/models/m1/model.safetensors", "rb").read() == want, flush=True)
+    except OSError as e:
+        print("open", i, e, flush=True)
+' "$WORK" >"$WORK/p1.out" 2>"$WORK/p1.err" &
+p1=$!
+for _ in $(seq 1 200); do [ -e "$WORK/sync/step1" ] && break; sleep 0.05; done
+[ -e "$WORK/sync/step1" ] || { cat "$WORK/p1.err" >&2; fail "test setup: A's process did not read config.json"; }
+as "$B" bash -c "rmdir '$S/mounts/$KA' && umask 027 && : >'$S/blobs/$big'"
+: >"$WORK/sync/go"
+wait $p1
+set -e
+[ "$(grep -c True "$WORK/p1.out")" = 2 ] ||
+  { cat "$WORK/p1.out" "$WORK/p1.err" >&2; fail "B emptied mounts/<K_A> under A's running process: A's opens failed"; }
+[ ! -e "$S/mounts/$KA" ] || fail "A made mounts/<K_A> beside its own directory of the other shape"
+ok "B empties mounts/<K_A> while A's process runs (B's plant at blobs/<sha>): the process and its helpers keep one directory"
+# ---- round 4 review: B's names in A's fresh own mount directory (between its mkdir and its first files) ----
+# a directory at index, lock or tree (A's rename cannot replace one) refused A the REMOTE until B or root removed
+# it; as the directory's owner A moves it aside (include/hfs3/ownkey.h hfs3_ownkey_aside), shim and helper alike
+for name in lock index tree; do
+  new_shared "n$name"
+  as "$A" bash -c "mkdir '$S/mounts/$KA' && chmod 3770 '$S/mounts/$KA'"   # A's, as the load's mkdir leaves it
+  as "$B" bash -c "mkdir -m 0750 '$S/mounts/$KA/$name' && touch '$S/mounts/$KA/$name/x'"
+  shimA_reads "B's directory at $name in A's own mount directory" config.json HFS3_VERIFY_FOREIGN=1
+  [ "$(stat -c %u "$S/mounts/$KA/$name")" = "$A" ] || fail "B's $name stayed in A's own mount directory"
+done
+new_shared netag   # the helper alone (a fetch, no shim)
+as "$A" bash -c "mkdir '$S/mounts/$KA' && chmod 3770 '$S/mounts/$KA'"
+as "$B" mkdir -m 0750 "$S/mounts/$KA/etag"
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's _index beside B's directory at etag in A's own mount directory"; }
+ok "B's directories at lock, index and tree (shim), etag (helper) in A's fresh own mount directory: moved aside, A reads the file"
 echo "all ok"
