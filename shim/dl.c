@@ -55,7 +55,7 @@ static int in_mount_at(int dirfd, const char *path, struct sh_loc *l)
 
 /* in_mount_at, or a synthesized ancestor of a mount that is not on disk (a spawn's file action may open one: its
  * skeleton in the cache) */
-static int in_view_at(int dirfd, const char *path, struct sh_loc *l)
+static __attribute__((noinline)) int in_view_at(int dirfd, const char *path, struct sh_loc *l)
 {
     struct stat st;
     return in_mount_at(dirfd, path, l) || (l->kind == L_ANC && sh_r.lstat(l->path, &st) < 0);
@@ -277,8 +277,11 @@ static int in_proc(const char *acc)
  * Spellings of it: /proc/self/fd/K, /dev/fd/K, /dev/stdout, a symlink anywhere to them (a spelled /proc/self/cwd
  * prefix comes here as the rest, from the held directory: proc_cwd). base: where a relative path starts; cwdfd: the
  * child's directory (fa_dir). 0 on anything it cannot follow (the guard's check stands). */
-static int child_own(const struct fa_cwd *c, int base, int cwdfd, const char *path)
+static __attribute__((noinline)) int child_own(const posix_spawn_file_actions_t *fa, int base, int cwdfd, const char *path)
 {
+    /* (not inlined, and the actions' record read here: addopen's frame is on the stack budget's worst chain) */
+    struct fa_cwd cw, *c = &cw;
+    fa_get(fa, c);
     SH_SCRATCH(s);
     char *acc = s->a, *rest = s->b, *alt = s->c, *lk = s->d;
     size_t al = 0, child_al = 0;
@@ -387,7 +390,8 @@ static int child_own(const struct fa_cwd *c, int base, int cwdfd, const char *pa
 /* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
  * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
  * fallback would find after its real call failed: the child's open has no fallback) */
-static int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
+/* (not inlined: a struct stat each, off the frame of addopen, which is on the stack budget's worst chain) */
+static __attribute__((noinline)) int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
 {
     struct stat st;
     if (!sh_outside(AT_FDCWD, path) || fa_dir(fa) != AT_FDCWD)
@@ -427,9 +431,7 @@ static int addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int
         gd = fa_dir(fa);
     else
         gp = path;
-    struct fa_cwd c;
-    fa_get(fa, &c);
-    if (!ro && (gd == -1 || child_own(&c, gd, fa_dir(fa), gp) || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
+    if (!ro && (gd == -1 || child_own(fa, gd, fa_dir(fa), gp) || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
                 sh_wguard_slow(gd, gp, SH_W_OPEN, oflag)))
         return EROFS;
     errno = e;
