@@ -1607,33 +1607,109 @@ SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
     RO1KP(d, p, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
-/* The utmp/wtmp writers open the file they are given with glibc's own open (O_WRONLY for updwtmp, O_RDWR for the
- * file utmpname names, opened by a later setutent or pututline): a spelling that reaches the cache is refused here
- * (EROFS; updwtmp has no result: it writes nothing, as the kernel's O_WRONLY open on a read-only file system) */
-static int utmp_refused(const char *file, int oflags)
+/* The utmp/wtmp writers open their file with glibc's own open, which the shim does not see.
+ * updwtmp (O_WRONLY, then an append) is decided on the descriptor it will write: the shim opens the file O_PATH
+ * as glibc would (following symlinks), refuses it when it is in the cache, and hands glibc /proc/self/fd/K of that
+ * very descriptor (a path resolved twice could be a symlink flipped in between). EROFS, and nothing written, as
+ * the kernel's O_WRONLY open on a read-only file system. */
+static void utmp_append(const char *file, const void *ut, void (*real)(const char *, const void *))
 {
-    if (!file || !sh_wguard(AT_FDCWD, file, SH_W_OPEN, oflags))
+    if (!sh_wguard_on || !file) {
+        real(file, ut);
+        return;
+    }
+    int fd = sh_r.openat(AT_FDCWD, file, O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+        real(file, ut); /* glibc's own open answers (ENOENT, EACCES...) */
+        return;
+    }
+    int e = errno;
+    if (sh_wguard_fd(fd)) {
+        sh_r.close(fd);
+        errno = EROFS;
+        return;
+    }
+    char pp[32];
+    struct stat a, b;
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    /* without /proc the descriptor cannot be handed on: the path, checked above, is the call's */
+    int viafd = sh_r.fstat(fd, &a) == 0 && sh_r.stat(pp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    errno = e;
+    real(viafd ? pp : file, ut);
+    e = errno;
+    sh_r.close(fd);
+    errno = e;
+}
+SH_EXPORT void updwtmp(const char *file, const struct utmp *ut)
+{
+    utmp_append(file, ut, (void (*)(const char *, const void *))REAL(updwtmp, void (*)(const char *, const struct utmp *)));
+}
+SH_EXPORT void updwtmpx(const char *file, const struct utmpx *ut)
+{
+    utmp_append(file, ut, (void (*)(const char *, const void *))REAL(updwtmpx, void (*)(const char *, const struct utmpx *)));
+}
+
+/* utmpname names the file a later setutent, getutent or pututline opens (O_RDWR, else O_RDONLY): on a read-only
+ * file system naming it and reading it work, and pututline's write gives EROFS. So the shim keeps the name (glibc
+ * keeps its own copy, out of reach) and decides at the write, on the name as it resolves then: a name given before
+ * it led into the cache (a relative name and a later chdir, /proc/self/fd/N with N opened later, a file not there
+ * yet) is caught. glibc's utmp calls are not thread-safe (race:utent); neither is this copy, which is always
+ * terminated. A name the buffer cannot hold is glibc's ENAMETOOLONG at its open. login and logout name the
+ * system's file themselves, past the PLT (docs/reference.md). */
+static char utmp_name[PATH_MAX + 1];
+static int utmp_name_long;
+static int utmp_named(const char *file, int (*real)(const char *))
+{
+    int r = real(file);
+    if (r == 0 && file) {
+        size_t n = strnlen(file, PATH_MAX + 1);
+        utmp_name_long = n > PATH_MAX;
+        if (!utmp_name_long) {
+            memcpy(utmp_name, file, n);
+            utmp_name[n] = 0;
+        }
+    }
+    return r;
+}
+SH_EXPORT int utmpname(const char *file)
+{
+    return utmp_named(file, REAL(utmpname, int (*)(const char *)));
+}
+SH_EXPORT int utmpxname(const char *file)
+{
+    return utmp_named(file, REAL(utmpxname, int (*)(const char *)));
+}
+static int utmp_put_refused(void)
+{
+    if (utmp_name_long)
+        return 0;
+    const char *name = utmp_name[0] ? utmp_name : _PATH_UTMP;
+    int e = errno;
+    SH_LOC(l);
+    if (!sh_outside(AT_FDCWD, name) && sh_classify(AT_FDCWD, name, &l) != L_NONE) {
+        /* a mount's file, which glibc's own open cannot see: the kernel's answer for a read-only mount's (EROFS,
+         * ENOENT, EISDIR), as the shim's open for writing gives it */
+        int fd = sh_open(&l, O_RDWR | O_CLOEXEC, 0);
+        if (fd >= 0) { /* an ancestor that is the host's own directory */
+            sh_r.close(fd);
+            errno = e;
+            return 0;
+        }
+        errno = -fd;
+        return 1;
+    }
+    if (!sh_wguard(AT_FDCWD, l.kpath ? l.kpath : name, SH_W_OPEN, O_RDWR))
         return 0;
     errno = EROFS;
     return 1;
 }
-SH_EXPORT void updwtmp(const char *file, const struct utmp *ut)
+SH_EXPORT struct utmp *pututline(const struct utmp *ut)
 {
-    if (!utmp_refused(file, O_WRONLY))
-        REAL(updwtmp, void (*)(const char *, const struct utmp *))(file, ut);
+    return utmp_put_refused() ? NULL : REAL(pututline, struct utmp *(*)(const struct utmp *))(ut);
 }
-SH_EXPORT void updwtmpx(const char *file, const struct utmpx *ut)
+SH_EXPORT struct utmpx *pututxline(const struct utmpx *ut)
 {
-    if (!utmp_refused(file, O_WRONLY))
-        REAL(updwtmpx, void (*)(const char *, const struct utmpx *))(file, ut);
-}
-SH_EXPORT int utmpname(const char *file)
-{
-    return utmp_refused(file, O_RDWR) ? -1 : REAL(utmpname, int (*)(const char *))(file);
-}
-SH_EXPORT int utmpxname(const char *file)
-{
-    return utmp_refused(file, O_RDWR) ? -1 : REAL(utmpxname, int (*)(const char *))(file);
+    return utmp_put_refused() ? NULL : REAL(pututxline, struct utmpx *(*)(const struct utmpx *))(ut);
 }
 
 /* glibc's remove calls its own unlink and rmdir (past the PLT): the shim's, in glibc's order */

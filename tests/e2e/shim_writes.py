@@ -259,14 +259,49 @@ for name, p in (("M/a.txt", F + "/a.txt"), ("/proc/self/fd/N", P)):
     # (no result: what it wrote shows in the cache's state, which must not change)
     t("7 updwtmp %s" % name, lambda p=p: libc.updwtmp(b(p), ctypes.create_string_buffer(384)))
     t("7 updwtmpx %s" % name, lambda p=p: libc.updwtmpx(b(p), ctypes.create_string_buffer(384)))
+# utmpname only names the file; setutent opens it O_RDWR, else O_RDONLY, and pututline writes: on a read-only file
+# system naming works and the write gives EROFS. The name is given before it leads into the mount (round 5: checked
+# only when named, a later open wrote 384 bytes into the blob)
+libc.pututline.restype = libc.pututxline.restype = ctypes.c_void_p
+def put(name_fn, put_fn, p, before=None):
+    def f():
+        chk(name_fn(b(p)))
+        if before:
+            before()
+        try:
+            chk(put_fn(ctypes.create_string_buffer(384)))
+        finally:
+            libc.endutent()
+    return f
+W7 = W + "/o7"
+os.mkdir(W7)
+for name, p in (("M/a.txt", F + "/a.txt"), ("/proc/self/fd/N", P)):
+    t("7 utmpname+pututline %s" % name, put(libc.utmpname, libc.pututline, p))
+    t("7 utmpxname+pututxline %s" % name, put(libc.utmpxname, libc.pututxline, p))
+later = os.open(W7 + "/u0", os.O_RDWR | os.O_CREAT, 0o644)
+t("7 utmpname /proc/self/fd/K, K made the blob's, pututline",
+  put(libc.utmpname, libc.pututline, "/proc/self/fd/%d" % later, lambda: os.dup2(fd, later)))
+os.close(later)
+cwd0 = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+os.chdir(W7)
+t("7 utmpxname a.txt (cwd W), chdir M, pututxline",
+  put(libc.utmpxname, libc.pututxline, "a.txt", lambda: os.chdir(F)))
+os.fchdir(cwd0)
+os.close(cwd0)
+open(W7 + "/ut", "w").close()
+t("7 utmpname+pututline W/ut", put(libc.utmpname, libc.pututline, W7 + "/ut"))
+libc.updwtmp(b(W7 + "/wt"), ctypes.create_string_buffer(384))  # (no O_CREAT: not there, nothing written)
+open(W7 + "/wt", "w").close()
+libc.updwtmp(b(W7 + "/wt"), ctypes.create_string_buffer(384))
+t("7 W/ut and W/wt hold one record each",
+  lambda: None if (os.path.getsize(W7 + "/ut"), os.path.getsize(W7 + "/wt")) == (384, 384) else chk(-1))
+libc.utmpname(b"/nonexistent/hfs3-utmp")  # (never the system's file, whatever runs next)
 for name, p in (("M/dir", F + "/dir"), ("/proc/self/fd/D/deeper", D + "/deeper"), ("M/new", F + "/new")):
     t("7 remove %s" % name, lambda p=p: chk(libc.remove(b(p))))
     t("7 mkfifo %s/f" % name, lambda p=p: chk(libc.mkfifo(b(p + "/f"), 0o644)))
     t("7 mknod %s/f" % name, lambda p=p: chk(libc.mknod(b(p + "/f"), stat.S_IFIFO | 0o644, 0)))
     t("7 bind %s/s" % name, bindu(p + "/s"))
 # outside the mounts they still work (in W/o7)
-W7 = W + "/o7"
-os.mkdir(W7)
 open(W7 + "/x", "w").close()
 t("7 lchmod W/x", lambda: chk(libc.lchmod(b(W7 + "/x"), 0o644)))
 t("7 setmntent w W/mt", fo(libc.setmntent, W7 + "/mt", b"w"))
@@ -277,7 +312,7 @@ t("7 __open W/o O_CREAT", ofd(libc.__open, W7 + "/o", os.O_WRONLY | os.O_CREAT, 
 t("7 remove W/x", lambda: chk(libc.remove(b(W7 + "/x"))))
 os.mkdir(W7 + "/rd")
 t("7 remove W/rd (a directory)", lambda: chk(libc.remove(b(W7 + "/rd"))))
-t("7 W holds io mt o", lambda: None if sorted(os.listdir(W7)) == ["iff", "io", "mt", "mt2", "o"] else chk(-1))
+t("7 W holds io mt o", lambda: None if sorted(os.listdir(W7)) == ["iff", "io", "mt", "mt2", "o", "u0", "ut", "wt"] else chk(-1))
 # item 4: a cwd in a synthesized ancestor
 os.chdir(R)
 t("4 cwd R: mkdir n", lambda: os.mkdir("n"))

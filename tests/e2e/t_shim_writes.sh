@@ -182,19 +182,6 @@ SKIP*) ;;
      "blob O_WRONLY: EROFS / blob O_RDWR|O_TRUNC: EROFS / blob O_RDONLY: ok / W file O_WRONLY: ok / skeleton dir O_RDONLY|O_DIRECTORY: ok /   mkdirat n: EROFS" ;;
 esac
 
-# utmpname/utmpxname name the file a later setutent or pututline opens O_RDWR with glibc's own open: a blob's
-# spelling is refused when it is named (shim only: the kernel's answer comes at the open, which would write the
-# system's utmp here)
-u=$(shim python3 -c 'import ctypes, errno, os, sys
-c = ctypes.CDLL(None, use_errno=True)
-fd = os.open(sys.argv[1], os.O_RDONLY)
-out = []
-for fn in (c.utmpname, c.utmpxname):
-    for p in ("/proc/self/fd/%d" % fd, sys.argv[2]):
-        r = fn(os.fsencode(p))
-        out.append("ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
-print(" ".join(out))' "$M/flat/a.txt" "$WORK/hw.txt" 2>&1)
-shim_check "utmpname, utmpxname of /proc/self/fd/N (a blob): EROFS; of a file outside: ok ($u)" test "$u" = "EROFS ok EROFS ok"
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
 shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "o7 s x "

@@ -3,10 +3,13 @@
  * real path) while other threads create and remove through it: open(O_CREAT), mkdir, mkfifo, symlink, mknod,
  * unlink, rmdir of W/link/NAME. A call the guard let through must land in W/real; after the run S must hold what it
  * held before (t_shim_guardrace.sh checks). Usage:
- *   guardrace W S COUNT SECONDS [open]
+ *   guardrace W S COUNT SECONDS [open|wtmp]
  * Stops after COUNT creates or SECONDS, whichever comes first (a bound on the run, never an assertion). Prints
  * "creates N, refused R, made M" (made: creates that succeeded; refused: EROFS). With "open": open(O_CREAT|O_EXCL)
- * only (the write-open's own path, open_w, which a mix of calls reaches too rarely to land one in 10 s). */
+ * only (the write-open's own path, open_w, which a mix of calls reaches too rarely to land one in 10 s). With
+ * "wtmp": S is a file of the cache (a blob), the link flips between it and W/real/wt, and the threads append a
+ * record with updwtmp(W/link) (glibc's own open of the path it is given): each record must land in W/real/wt
+ * ("made" counts the records there, "refused" the calls that left errno EROFS). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,10 +19,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <utmp.h>
 
 static const char *w, *s;
 static long count, secs;
-static int opens_only;
+static int opens_only, wtmp;
 static int stop;
 static long creates, refused, made;
 static time_t start;
@@ -33,7 +37,7 @@ static void *flip(void *arg)
     snprintf(real, sizeof real, "%s/real", w);
     for (unsigned i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++) {
         unlink(tmp);
-        if (symlink(i & 1 ? s : real, tmp) == 0)
+        if (symlink(i & 1 ? s : wtmp ? "real/wt" : real, tmp) == 0)
             rename(tmp, link);
     }
     return NULL;
@@ -47,6 +51,16 @@ static void *work(void *arg)
         long n = __atomic_add_fetch(&creates, 1, __ATOMIC_RELAXED);
         if (n > count || time(NULL) - start >= secs)
             break;
+        if (wtmp) {
+            struct utmp ut;
+            memset(&ut, 0, sizeof ut);
+            snprintf(p, sizeof p, "%s/link", w);
+            errno = 0;
+            updwtmp(p, &ut);
+            if (errno == EROFS)
+                __atomic_add_fetch(&refused, 1, __ATOMIC_RELAXED);
+            continue;
+        }
         snprintf(p, sizeof p, "%s/link/t%ld-%ld", w, id, i);
         /* opens three times as often as each other create (KIND "open": opens only) */
         int r, k = opens_only ? 0 : (int)(i % 8);
@@ -88,10 +102,11 @@ static void *work(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 5 && argc != 6) {
-        fprintf(stderr, "usage: guardrace W S COUNT SECONDS [open]\n");
+        fprintf(stderr, "usage: guardrace W S COUNT SECONDS [open|wtmp]\n");
         return 2;
     }
     opens_only = argc == 6 && !strcmp(argv[5], "open");
+    wtmp = argc == 6 && !strcmp(argv[5], "wtmp");
     w = argv[1];
     s = argv[2];
     count = atol(argv[3]);
@@ -105,6 +120,12 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     pthread_join(f, NULL);
+    if (wtmp) {
+        char p[4096];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/real/wt", w);
+        made = stat(p, &st) == 0 ? (long)(st.st_size / (off_t)sizeof(struct utmp)) : 0;
+    }
     printf("creates %ld, refused %ld, made %ld\n", creates > count ? count : creates, refused, made);
     return 0;
 }
