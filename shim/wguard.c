@@ -359,8 +359,8 @@ int sh_anc_create_err(int dirfd, const char *path, int kind)
     while (n > 1 && path[n - 1] == '/')
         n--;
     const char *slash = n ? memrchr(path, '/', n) : NULL;
-    if (!slash || n >= SH_SCR || sh_dot_comp(slash + 1, n - (size_t)(slash + 1 - path)))
-        return 0; /* (a last "." or "..": a directory the kernel resolves, no name of the ancestor's) */
+    if (!slash || n >= SH_SCR)
+        return 0;
     SH_SCRATCH(t);
     size_t pn = slash == path ? 1 : (size_t)(slash - path);
     memcpy(t->a, path, pn);
@@ -369,11 +369,15 @@ int sh_anc_create_err(int dirfd, const char *path, int kind)
     struct stat st;
     /* (the real call failed: a cwd outside the mounts still reaches an ancestor by a relative name, the fallback's
      * walk finds it) */
-    if ((sh_outside(dirfd, t->a) ? sh_fallback(dirfd, t->a, &pl) : sh_classify(dirfd, t->a, &pl)) != L_ANC || sh_r.lstat(pl.path, &st) == 0 ||
-        sh_stat(&pl, 1, &st) < 0)
+    int pk = sh_outside(dirfd, t->a) ? sh_fallback(dirfd, t->a, &pl) : sh_classify(dirfd, t->a, &pl);
+    if (kind == SH_C_PARENT && pk == L_MNT && sh_dot_comp(slash + 1, n - (size_t)(slash + 1 - path)))
+        return EROFS; /* "m/.." or "m/dir/.": the directory is the mount's (the whole path classifies past it) */
+    if (pk != L_ANC || sh_r.lstat(pl.path, &st) == 0 || sh_stat(&pl, 1, &st) < 0)
         return 0;
     if (kind == SH_C_PARENT)
-        return EROFS; /* in the read-only tree: rename answers EXDEV or EROFS before it looks at the name */
+        return EROFS; /* in the read-only tree: rename answers EXDEV, EBUSY ("." or ".."), EROFS: the caller */
+    /* (a last "." or ".." for an open or a create: the callers answer with kopen_err, the kernel's walk of the
+     * caller's spelling, first; round 5: a check of it here was a second line no test could reach) */
     if (kind == SH_C_OPEN && slashed)
         return EISDIR;
     if (n - (size_t)(slash + 1 - path) > NAME_MAX)

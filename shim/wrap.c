@@ -1607,55 +1607,125 @@ SH_EXPORT int unlinkat(int d, const char *p, int f)
 {
     RO1KP(d, p, (f & AT_REMOVEDIR) ? RO_RMDIR : RO_UNLINK, REAL(unlinkat, int (*)(int, const char *, int))(d, p, f));
 }
-/* The utmp/wtmp writers open their file with glibc's own open, which the shim does not see.
- * updwtmp (O_WRONLY, then an append) is decided on the descriptor it will write: the shim opens the file O_PATH
- * as glibc would (following symlinks), refuses it when it is in the cache, and hands glibc /proc/self/fd/K of that
- * very descriptor (a path resolved twice could be a symlink flipped in between). EROFS, and nothing written, as
- * the kernel's O_WRONLY open on a read-only file system. */
-static void utmp_append(const char *file, const void *ut, void (*real)(const char *, const void *))
+/* The utmp/wtmp writers open their file with glibc's own open, which the shim does not see (round 5 review: a name
+ * checked, then opened again by glibc, was written in seven ways). glibc's x names stand for the plain ones when
+ * they are not there (its TRANSFORM_UTMP_FILE_NAME). */
+static const char *utmp_real_name(const char *f)
 {
-    if (!sh_wguard_on || !file) {
-        real(file, ut);
-        return;
+    int e = errno;
+    if (!strcmp(f, _PATH_UTMP "x") && sh_r.access(_PATH_UTMP "x", F_OK) != 0)
+        f = _PATH_UTMP;
+    else if (!strcmp(f, _PATH_WTMP "x") && sh_r.access(_PATH_WTMP "x", F_OK) != 0)
+        f = _PATH_WTMP;
+    errno = e;
+    return f;
+}
+
+/* A name glibc's own open of file would not find, or finds in the cache: the kernel's answer on a read-only mount
+ * for an open with oflags (EROFS; ENOENT, EISDIR... for a mount's path, which glibc's open cannot see), else 0.
+ * *pfd: the descriptor the kernel's own resolution gives, opened with oflags (O_PATH to look only), or -1. */
+static int utmp_file_err(const char *file, int oflags, int *pfd)
+{
+    int e = errno;
+    int fd = sh_r.openat(AT_FDCWD, file, oflags | O_CLOEXEC), oe = errno;
+    if (fd >= 0 && sh_wguard_fd(fd)) {
+        sh_r.close(fd);
+        errno = e;
+        return EROFS;
     }
-    int fd = sh_r.openat(AT_FDCWD, file, O_PATH | O_CLOEXEC);
-    if (fd < 0) {
-        real(file, ut); /* glibc's own open answers (ENOENT, EACCES...) */
-        return;
+    *pfd = fd;
+    int err = 0;
+    SH_LOC(l);
+    if (fd < 0 && !sh_outside(AT_FDCWD, file) && sh_classify(AT_FDCWD, file, &l) != L_NONE) {
+        int r = sh_open(&l, O_RDWR, 0); /* a write never opens there: the read-only tree's errno */
+        if (r >= 0)
+            sh_r.close(r); /* an ancestor that is the host's own directory: glibc's open answers */
+        else
+            err = -r;
+    }
+    errno = fd < 0 && !err ? oe : e; /* glibc's own open would answer the same */
+    return err;
+}
+
+/* updwtmp: glibc's __libc_updwtmp, on the descriptor the guard checked (nothing resolves the name, or a descriptor
+ * number, again): the record appended under a write lock, a torn tail cut back to a whole record first, a short
+ * write undone. glibc waits up to 10 s for the lock (with alarm(), which a library must not take): polled here. */
+static void utmp_append(const char *file, const void *ut)
+{
+    int fd, err = utmp_file_err(utmp_real_name(file), O_WRONLY, &fd);
+    if (err || fd < 0) {
+        if (err)
+            errno = err;
+        return; /* (fd < 0: the open's own errno) */
     }
     int e = errno;
-    if (sh_wguard_fd(fd)) {
-        sh_r.close(fd);
-        errno = EROFS;
-        return;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int locked = 0;
+    for (int i = 0; i < 1000 && !(locked = sh_r.fcntl(fd, F_SETLK, &fl) == 0) && (errno == EAGAIN || errno == EACCES); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
-    char pp[32];
-    struct stat a, b;
-    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
-    /* without /proc the descriptor cannot be handed on: the path, checked above, is the call's */
-    int viafd = sh_r.fstat(fd, &a) == 0 && sh_r.stat(pp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-    errno = e;
-    real(viafd ? pp : file, ut);
-    e = errno;
+    if (locked) {
+        off_t off = lseek(fd, 0, SEEK_END);
+        if (off >= 0 && off % (off_t)sizeof(struct utmp)) {
+            off -= off % (off_t)sizeof(struct utmp);
+            if (ftruncate(fd, off) != 0 || lseek(fd, 0, SEEK_END) < 0)
+                off = -1;
+        }
+        if (off >= 0 && write(fd, ut, sizeof(struct utmp)) != (ssize_t)sizeof(struct utmp) && ftruncate(fd, off) != 0)
+            off = -1;
+        fl.l_type = F_UNLCK;
+        sh_r.fcntl(fd, F_SETLK, &fl);
+        e = off >= 0 ? e : errno;
+    } else {
+        e = errno;
+    }
     sh_r.close(fd);
     errno = e;
 }
 SH_EXPORT void updwtmp(const char *file, const struct utmp *ut)
 {
-    utmp_append(file, ut, (void (*)(const char *, const void *))REAL(updwtmp, void (*)(const char *, const struct utmp *)));
+    if (!sh_wguard_on || !file)
+        REAL(updwtmp, void (*)(const char *, const struct utmp *))(file, ut);
+    else
+        utmp_append(file, ut);
 }
 SH_EXPORT void updwtmpx(const char *file, const struct utmpx *ut)
 {
-    utmp_append(file, ut, (void (*)(const char *, const void *))REAL(updwtmpx, void (*)(const char *, const struct utmpx *)));
+    if (!sh_wguard_on || !file)
+        REAL(updwtmpx, void (*)(const char *, const struct utmpx *))(file, ut);
+    else
+        utmp_append(file, ut); /* (struct utmpx is struct utmp on Linux: glibc's updwtmpx is its updwtmp) */
+}
+/* logwtmp: glibc's, a record made here and appended by utmp_append (glibc's calls its own updwtmp) */
+SH_EXPORT void logwtmp(const char *line, const char *name, const char *host)
+{
+    if (!sh_wguard_on) {
+        REAL(logwtmp, void (*)(const char *, const char *, const char *))(line, name, host);
+        return;
+    }
+    struct utmp ut;
+    struct timeval tv;
+    memset(&ut, 0, sizeof ut);
+    ut.ut_pid = getpid();
+    ut.ut_type = name[0] ? USER_PROCESS : DEAD_PROCESS;
+    strncpy(ut.ut_line, line, sizeof ut.ut_line);
+    strncpy(ut.ut_name, name, sizeof ut.ut_name);
+    strncpy(ut.ut_host, host, sizeof ut.ut_host);
+    gettimeofday(&tv, NULL);
+    ut.ut_tv.tv_sec = (int32_t)tv.tv_sec;
+    ut.ut_tv.tv_usec = (int32_t)tv.tv_usec;
+    utmp_append(_PATH_WTMP, &ut);
 }
 
 /* utmpname names the file a later setutent, getutent or pututline opens (O_RDWR, else O_RDONLY): on a read-only
  * file system naming it and reading it work, and pututline's write gives EROFS. So the shim keeps the name (glibc
- * keeps its own copy, out of reach) and decides at the write, on the name as it resolves then: a name given before
- * it led into the cache (a relative name and a later chdir, /proc/self/fd/N with N opened later, a file not there
- * yet) is caught. glibc's utmp calls are not thread-safe (race:utent); neither is this copy, which is always
- * terminated. A name the buffer cannot hold is glibc's ENAMETOOLONG at its open. login and logout name the
- * system's file themselves, past the PLT (docs/reference.md). */
+ * keeps its own copy, out of reach) and decides at the write on what the name reaches then, by the kernel's
+ * resolution (a name given before it led into the cache: a relative name and a later chdir, /proc/self/fd/N with
+ * N opened later, a symlink on disk at a mount's path). glibc opens the name again after that: a symlink flipped
+ * in between, or another thread naming another file (glibc's utmp calls are not thread-safe, race:utent), is the
+ * documented limit; no lock here, which a fork could leave held. A name the buffer cannot hold is glibc's
+ * ENAMETOOLONG at its open. login and logout name _PATH_UTMP with glibc's own utmpname: the copy follows. */
 static char utmp_name[PATH_MAX + 1];
 static int utmp_name_long;
 static int utmp_named(const char *file, int (*real)(const char *))
@@ -1679,29 +1749,19 @@ SH_EXPORT int utmpxname(const char *file)
 {
     return utmp_named(file, REAL(utmpxname, int (*)(const char *)));
 }
+static int utmp_put_err(const char *name)
+{
+    int fd, err = utmp_file_err(utmp_real_name(name), O_PATH, &fd);
+    if (fd >= 0)
+        sh_r.close(fd);
+    return err;
+}
 static int utmp_put_refused(void)
 {
-    if (utmp_name_long)
-        return 0;
-    const char *name = utmp_name[0] ? utmp_name : _PATH_UTMP;
-    int e = errno;
-    SH_LOC(l);
-    if (!sh_outside(AT_FDCWD, name) && sh_classify(AT_FDCWD, name, &l) != L_NONE) {
-        /* a mount's file, which glibc's own open cannot see: the kernel's answer for a read-only mount's (EROFS,
-         * ENOENT, EISDIR), as the shim's open for writing gives it */
-        int fd = sh_open(&l, O_RDWR | O_CLOEXEC, 0);
-        if (fd >= 0) { /* an ancestor that is the host's own directory */
-            sh_r.close(fd);
-            errno = e;
-            return 0;
-        }
-        errno = -fd;
-        return 1;
-    }
-    if (!sh_wguard(AT_FDCWD, l.kpath ? l.kpath : name, SH_W_OPEN, O_RDWR))
-        return 0;
-    errno = EROFS;
-    return 1;
+    int err = !sh_wguard_on || utmp_name_long ? 0 : utmp_put_err(utmp_name[0] ? utmp_name : _PATH_UTMP);
+    if (err)
+        errno = err;
+    return err != 0;
 }
 SH_EXPORT struct utmp *pututline(const struct utmp *ut)
 {
@@ -1710,6 +1770,33 @@ SH_EXPORT struct utmp *pututline(const struct utmp *ut)
 SH_EXPORT struct utmpx *pututxline(const struct utmpx *ut)
 {
     return utmp_put_refused() ? NULL : REAL(pututxline, struct utmpx *(*)(const struct utmpx *))(ut);
+}
+/* login writes _PATH_UTMP (pututline) and _PATH_WTMP (updwtmp), logout the first, with glibc's own calls: refused
+ * whole (EROFS) when either file is in the cache; the shim's copy of the name is then glibc's default */
+SH_EXPORT void login(const struct utmp *ut)
+{
+    int err = 0, fd;
+    if (sh_wguard_on && !(err = utmp_put_err(_PATH_UTMP)) && !(err = utmp_file_err(_PATH_WTMP, O_PATH, &fd)) && fd >= 0)
+        sh_r.close(fd);
+    if (err) {
+        errno = err;
+        return;
+    }
+    REAL(login, void (*)(const struct utmp *))(ut);
+    utmp_name[0] = 0;
+    utmp_name_long = 0;
+}
+SH_EXPORT int logout(const char *line)
+{
+    int err = sh_wguard_on ? utmp_put_err(_PATH_UTMP) : 0;
+    if (err) {
+        errno = err;
+        return 0;
+    }
+    int r = REAL(logout, int (*)(const char *))(line);
+    utmp_name[0] = 0;
+    utmp_name_long = 0;
+    return r;
 }
 
 /* glibc's remove calls its own unlink and rmdir (past the PLT): the shim's, in glibc's order */

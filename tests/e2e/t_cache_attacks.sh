@@ -523,6 +523,30 @@ shimVF "$R" cat /models/m1/config.json
 ! cmp -s "$WORK/shim.out" "$WORK/m/tokenizer.json" || fail "attack 1b: A's shim read tokenizer.json as config.json through B's index"
 [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/config.json" || { cat "$WORK/shim.err" >&2; fail "attack 1b: exit $st"; }
 ok "attack 1b: B's index in a directory B made for A: not mapped; A reads config.json from a directory of its own"
+# attack 1c: B creates an index in A's own mount directory (3770: a member may create a name there) after A's shim
+# moved B's plants aside and while A's helper ran. Made deterministic: A's helper is a stand-in that exits 1 (a
+# failure, not a refusal: the shim then opens what is there) once B planted. The shim's own check of the index it
+# opened is the only line left (round 5: no test reached it alone)
+new_shared a1c
+HFS3_CACHE_DIR=$S "$HFS3_BIN" _get "$R" tokenizer.json
+as "$B" bash -c "cp '$WORK/forged1b.json' '$S/mounts/$K/m.b' && mv -f '$S/mounts/$K/m.b' '$S/mounts/$K/manifest.json' &&
+  HFS3_CACHE_DIR='$S' '$HFS3_BIN' _index '$R'"
+mkdir -m 0777 "$WORK/p1c"
+printf '#!/bin/sh\ntouch %s/go\nfor i in $(seq 1 400); do [ -e %s/done ] && exit 1; sleep 0.05; done\nexit 1\n' \
+  "$WORK/p1c" "$WORK/p1c" >"$WORK/p1c/helper"
+chmod 0755 "$WORK/p1c/helper"
+as "$B" bash -c "for i in \$(seq 1 400); do [ -e '$WORK/p1c/go' ] && break; sleep 0.05; done
+  cp '$S/mounts/$K/index' '$S/mounts/$KA/i.b' && chmod 0440 '$S/mounts/$KA/i.b' && mv '$S/mounts/$KA/i.b' '$S/mounts/$KA/index'
+  touch '$WORK/p1c/done'" &
+planter=$!
+shimVF "$R" env HFS3_HELPER="$WORK/p1c/helper" cat /models/m1/config.json
+wait "$planter" || true
+[ "$(stat -c %u "$S/mounts/$KA/index" 2>/dev/null)" = "$B" ] || fail "attack 1c: test setup: B's index was not planted in A's own directory"
+! cmp -s "$WORK/shim.out" "$WORK/m/tokenizer.json" || fail "attack 1c: A's shim read tokenizer.json as config.json through B's index"
+[ "$st" != 0 ] && [ ! -s "$WORK/shim.out" ] || { cat "$WORK/shim.err" >&2; fail "attack 1c: exit $st with output"; }
+grep -q "could have been written by another user and HFS3_VERIFY_FOREIGN=1: not used" "$WORK/shim.err" ||
+  { cat "$WORK/shim.err" >&2; fail "attack 1c: no line naming the index"; }
+ok "attack 1c: B's index planted in A's own directory while A's helper ran: not mapped ($(grep -m1 'not used' "$WORK/shim.err"))"
 
 # attack 2: A mounts another spelling of the same endpoint + bucket + prefix with nothing cached under it: the
 # helper copies the manifest cached under the first. B flips that manifest.json with a forged one, as fast as

@@ -251,6 +251,23 @@ HFS3_VERIFY_FOREIGN=1 runA cache gc --max 0
 [ -z "$(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)" ] ||
   { cat "$WORK/out" "$WORK/err" >&2; fail "gc --max 0 left A's kept copies: $(find "$S/mounts" -path "*/cblobs/*" -user "$A" -type f)"; }
 ok "A's own copies kept beside B's plants after the flush: found and evicted by gc --max 0"
+# a fetch that fails beside B's plant, with no copy of A's own: the open fails with the helper's reason, not with a
+# line about the plant the shim would not serve anyway (round 5: no test told the two apart). The server refuses
+# A's requests (a wrong secret); A's own manifest is fresh, so only the file's fetch asks it
+new_shared failplant
+HFS3_VERIFY_FOREIGN=1 runA _index "$R"
+[ "$st" = 0 ] || { cat "$WORK/err" >&2; fail "A's own manifest"; }
+as "$B" bash -c "umask 027; mkdir -p '$S/blobs' && truncate -s $(stat -c %s "$WORK/m/tokenizer.json") '$S/blobs/$tok'"
+set +e
+setpriv --reuid="$A" --regid="$G" --clear-groups env HOME="$WORK/home" HFS3_HELPER="$HFS3_BIN" HFS3_PREFETCH=0 \
+  HFS3_MOUNTS="/models/m1=$R" HFS3_VERIFY_FOREIGN=1 HFS3_MANIFEST_TTL=100000 RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY=wrong \
+  LD_PRELOAD="$HFS3_SHIM" cat /models/m1/tokenizer.json >"$WORK/shim.out" 2>"$WORK/shim.err"
+st=$?
+set -e
+[ "$st" != 0 ] && [ ! -s "$WORK/shim.out" ] || { cat "$WORK/shim.err" >&2; fail "a failed fetch beside B's plant: exit $st, or bytes"; }
+grep -q "tokenizer.json: fetch failed: .* 403 " "$WORK/shim.err" ||
+  { cat "$WORK/shim.err" >&2; fail "a failed fetch beside B's plant: the helper's reason is not the open's"; }
+ok "a failed fetch beside B's plant, no copy of A's own: EIO with the helper's reason ($(grep -m1 "fetch failed" "$WORK/shim.err" | cut -c1-160))"
 # ---- round 4 review: B holds mounts/<K_A> while A's process starts, then empties that name ----
 # A's process works in its own directory of the other shape; the helpers it runs later must find that one too, not
 # a new mounts/<K_A> of A's: with B's bad plant at blobs/<sha> A's own copy would land where the shim never looks,

@@ -182,6 +182,42 @@ SKIP*) ;;
      "blob O_WRONLY: EROFS / blob O_RDWR|O_TRUNC: EROFS / blob O_RDONLY: ok / W file O_WRONLY: ok / skeleton dir O_RDONLY|O_DIRECTORY: ok /   mkdirat n: EROFS" ;;
 esac
 
+# the utmp/wtmp writers by the system's names (/run and /var/log fresh tmpfs in a mount namespace), and a name that
+# reaches a blob only through a symlink on disk at a mount's path (the shim's logical path would not)
+blob=$(find "$HFS3_CACHE_DIR/blobs" -type f -size +0 | head -1)
+if shim_oracle_ok; then
+  mkdir -p "$WORK/wu"
+  u=$(unshare -m --propagation private sh -c "mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /var/log &&
+    LD_PRELOAD='$HFS3_SHIM' python3 '$HFS3_ROOT/tests/e2e/shim_utmp.py' '$blob' '$WORK/wu'" 2>&1)
+  echo "$u"
+  want="pututxline, utmpxname /var/run/utmpx (not there: /var/run/utmp, the blob's): EROFS
+updwtmpx /var/log/wtmpx (not there: /var/log/wtmp, the blob's): EROFS
+login (utmp and wtmp the blob's): EROFS
+logout (utmp the blob's): EROFS
+logwtmp (wtmp the blob's): EROFS
+pututline after logout, utmp made the blob's: EROFS
+pututxline, utmpxname /var/run/utmpx (a file): ok
+updwtmpx /var/log/wtmpx (a file): ok
+logwtmp (a file): ok
+utmp holds 1 record, wtmp 2: ok"
+  shim_check "utmp and wtmp by the system's names: the blob is never written, plain files are" test "$u" = "$want"
+else
+  echo "# no mount namespace here: the utmp/wtmp writers by the system's names are not tried"
+fi
+mkdir -p "$WORK/mp2"
+ln -s "$HFS3_CACHE_DIR/blobs" "$WORK/mp2/flat"
+u=$(HFS3_MOUNTS="$WORK/mp2/flat=s3test:models/flat" shim python3 -c 'import ctypes, errno, sys
+c = ctypes.CDLL(None, use_errno=True)
+c.pututline.restype = ctypes.c_void_p
+p = sys.argv[1].encode()
+c.utmpname(p)
+r = c.pututline(ctypes.create_string_buffer(384))
+a = "ok" if r else errno.errorcode[ctypes.get_errno()]
+ctypes.set_errno(0)
+c.updwtmp(p, ctypes.create_string_buffer(384))
+print(a, errno.errorcode.get(ctypes.get_errno(), "ok"))' "$WORK/mp2/flat/../blobs/$(basename "$blob")" 2>&1)
+shim_check "a name through a symlink on disk at a mount's path into blobs/: pututline and updwtmp EROFS ($u)" test "$u" = "EROFS EROFS"
+rm "$WORK/mp2/flat"
 cache_state | diff state.before -
 shim_check "the cache did not change (blobs, modes, links, skeletons)" test "$(cache_state | sha256sum)" = "$before"
 shim_check "nothing was linked or made outside but the calls' own files" test "$(ls -A w1 | tr '\n' ' ')" = "o7 s x "

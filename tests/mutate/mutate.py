@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mutate.py - mutation testing of the suite (`make mutate`; not part of `make test`).
 
-    tests/mutate/mutate.py [--list FILE] [--only ID[,ID...]] [--no-full] [--keep] [--readme CONTRIBUTING.md]
+    tests/mutate/mutate.py [--list FILE] [--only ID[,ID...]] [--no-full] [--keep] [--jobs N] [--readme CONTRIBUTING.md]
 
 Each mutation in tests/mutate/mutations.txt is a deliberate bug: a file, the exact text it replaces (which must
 occur exactly once in that file), its replacement, and the tests expected to catch it. For each one, in a scratch
@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -240,6 +241,40 @@ def run_tests(tree, tests, log, mut=None):
     return None
 
 
+def one(tree, log, m, no_full):
+    """Applies mutation m in tree, runs its tests (then the whole suite for a survivor, unless no_full), restores
+    the file; returns (status, by)."""
+    path = os.path.join(tree, m["file"])
+    try:
+        orig = open(path, encoding="utf-8").read()
+    except OSError:
+        orig = None
+    if orig is None or orig.count(m["old"]) != 1:
+        n = 0 if orig is None else orig.count(m["old"])
+        return "text-not-found", "" if n == 0 else f"{n} matches"
+    want = orig.replace(m["old"], m["new"])
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(want)
+    try:
+        # the change must be in the file the build reads, and in what the tests then run
+        if open(path, encoding="utf-8").read() != want:
+            raise NotBuilt(f"{m['file']} does not read back as mutated")
+        mut = (m["file"], os.stat(path).st_mtime_ns)
+        by = run_tests(tree, m["tests"], log, mut)
+        status = "killed" if by else "survived"
+        if not by and not no_full:
+            by = run_tests(tree, [t for t in all_tests(tree) if t not in m["tests"]], log, mut)
+            status = "killed-by-suite" if by else "survived"
+    except NoBuild:
+        status, by = "no-build", ""
+    except NotBuilt as e:
+        status, by = "not-built", str(e)
+    finally:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(orig)
+    return status, by or ""
+
+
 def all_tests(tree):
     units = sorted("unit:" + f[:-2] for f in os.listdir(os.path.join(tree, "tests/unit")) if f.startswith("test_") and f.endswith(".c"))
     e2e = sorted("e2e:" + f[:-3] for f in os.listdir(os.path.join(tree, "tests/e2e")) if f.startswith("t_") and f.endswith(".sh"))
@@ -291,7 +326,7 @@ def merge_rows(old_table, new_rows, order):
 
 
 def main():
-    # SIGTERM/SIGHUP: unwind (the scratch tree is removed in the finally below)
+    # SIGTERM/SIGHUP: unwind (the scratch trees are removed in the finally below)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(130))
     ap = argparse.ArgumentParser()
@@ -300,6 +335,8 @@ def main():
     ap.add_argument("--no-full", action="store_true", help="do not run the whole suite for a survivor")
     ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
     ap.add_argument("--readme", default="")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATE_JOBS", "1")),
+                    help="scratch trees run side by side (each takes the next entry; default 1, or $MUTATE_JOBS)")
     a = ap.parse_args()
     muts = parse_list(a.list)
     order = [m["id"] for m in muts]
@@ -309,52 +346,50 @@ def main():
         if not muts:
             sys.exit("no mutation has those ids")
     t0 = time.time()
-    tree = scratch_copy()
-    log = os.path.join(tree, "mutate.log")
-    print(f"scratch tree {tree} (log {log})", flush=True)
-    results = []
+    jobs = max(1, min(a.jobs, len(muts)))
+    trees = []
+    results = [None] * len(muts)
     try:
-        rc, out = run(["make", "-s", "BUILD=build", "all"], tree, log=log)
-        if rc != 0:
-            sys.exit("the unmutated tree does not build:\n" + out[-3000:])
-        for m in muts:
-            path = os.path.join(tree, m["file"])
-            start = time.time()
-            try:
-                orig = open(path, encoding="utf-8").read()
-            except OSError:
-                orig = None
-            if orig is None or orig.count(m["old"]) != 1:
-                n = 0 if orig is None else orig.count(m["old"])
-                status = "text-not-found" if n == 0 else f"text-not-found ({n} matches)"
-                results.append((m, "text-not-found", ""))
-                print(f"{m['id']:28} {status}", flush=True)
-                continue
-            want = orig.replace(m["old"], m["new"])
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(want)
-            try:
-                # the change must be in the file the build reads, and in what the tests then run
-                if open(path, encoding="utf-8").read() != want:
-                    raise NotBuilt(f"{m['file']} does not read back as mutated")
-                mut = (m["file"], os.stat(path).st_mtime_ns)
-                by = run_tests(tree, m["tests"], log, mut)
-                status = "killed" if by else "survived"
-                if not by and not a.no_full:
-                    by = run_tests(tree, [t for t in all_tests(tree) if t not in m["tests"]], log, mut)
-                    status = "killed-by-suite" if by else "survived"
-            except NoBuild:
-                status, by = "no-build", ""
-            except NotBuilt as e:
-                status, by = "not-built", str(e)
-            finally:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(orig)
-            results.append((m, status, by or ""))
-            print(f"{m['id']:28} {status:16} {by or ''} ({time.time() - start:.0f} s)", flush=True)
+        for _ in range(jobs):
+            tree = scratch_copy()
+            trees.append(tree)
+            log = os.path.join(tree, "mutate.log")
+            print(f"scratch tree {tree} (log {log})", flush=True)
+            rc, out = run(["make", "-s", "BUILD=build", "all"], tree, log=log)
+            if rc != 0:
+                sys.exit("the unmutated tree does not build:\n" + out[-3000:])
+        # each worker owns one scratch tree and takes the next mutation in file order; the entries are
+        # independent (each restores its file before the next), so their results do not depend on the split
+        nxt = iter(range(len(muts)))
+        lock = threading.Lock()
+
+        def worker(tree):
+            log = os.path.join(tree, "mutate.log")
+            while True:
+                with lock:
+                    i = next(nxt, None)
+                if i is None:
+                    return
+                m = muts[i]
+                start = time.time()
+                status, by = one(tree, log, m, a.no_full)
+                results[i] = (m, status, "" if status == "text-not-found" else by)
+                shown = status if status != "text-not-found" or not by else f"{status} ({by})"
+                with lock:
+                    print(f"{m['id']:28} {shown:16} {'' if status == 'text-not-found' else by} "
+                          f"({time.time() - start:.0f} s)", flush=True)
+
+        # daemons: a SIGTERM's exit does not wait for them (their trees are removed below)
+        threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in trees]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     finally:
         if not a.keep:
-            shutil.rmtree(tree, ignore_errors=True)
+            for tree in trees:
+                shutil.rmtree(tree, ignore_errors=True)
+    results = [r for r in results if r is not None]
     rows, summary, all_killed = table(results, time.time() - t0)
     print()
     print(rows)
