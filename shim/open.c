@@ -76,7 +76,7 @@ static int record_ok(const char *rec, uid_t owner)
 {
     struct stat rs;
     SH_SCRATCH(t);
-    if ((size_t)snprintf(t->a, SH_SCR, "%s/unflushed/%s", sh_cache, rec) >= SH_SCR)
+    if (sh_join(t->a, SH_SCR, sh_cache, "/unflushed/", rec, NULL, NULL) >= SH_SCR)
         return 0;
     int fd = sh_cache_open(t->a, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0)
@@ -107,15 +107,15 @@ struct blob_find {
 static int find_blob(const struct blob_find *f)
 {
     char rec[96];
-    snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+    sh_join(f->blob, f->n, sh_cache, "/blobs/", f->hex, NULL, NULL);
     if (blob_usable(f->blob, f->hex))
         return 1;
-    snprintf(rec, sizeof rec, "%s.m%s", f->hex, f->key);
-    snprintf(f->blob, f->n, "%s/mounts/%s/cblobs/%s", sh_cache, f->key, f->hex);
+    sh_join(rec, sizeof rec, f->hex, ".m", f->key, NULL, NULL);
+    sh_join(f->blob, f->n, sh_cache, "/mounts/", f->key, "/cblobs/", f->hex);
     if (blob_usable(f->blob, rec))
         return 1;
     /* the flush may have moved it from cblobs/ into blobs/ between the two looks */
-    snprintf(f->blob, f->n, "%s/blobs/%s", sh_cache, f->hex);
+    sh_join(f->blob, f->n, sh_cache, "/blobs/", f->hex, NULL, NULL);
     return blob_usable(f->blob, f->hex);
 }
 
@@ -241,7 +241,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
 {
     char hex[65];
     hexs(m->ents[e].sha256, hex);
-    if ((size_t)snprintf(blob, n, "%s/mounts/%s/cblobs/%s", sh_cache, m->key, hex) >= n)
+    if (sh_join(blob, n, sh_cache, "/mounts/", m->key, "/cblobs/", hex) >= n)
         return -ENAMETOOLONG;
     struct blob_find bf = {blob, n, hex, m->key, (unsigned long long)m->ents[e].size};
     int found = find_blob(&bf);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -108,6 +109,25 @@ void sh_scratch_after_fork(void);
 /* A thread being cancelled inside the shim (helper.c's cancel_point): every slot it holds is given back. */
 void sh_scratch_drop_mine(void);
 #define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
+
+/* snprintf(buf, n, "%s%s%s%s%s", ...) without the format machinery: the warm stat's and open's cache paths
+ * (snprintf was a third of their instructions). A NULL part ends the list. Returns the whole's length, as snprintf
+ * does: >= n when it did not fit (buf then holds a terminated prefix). */
+static inline size_t sh_join(char *buf, size_t n, const char *p0, const char *p1, const char *p2, const char *p3,
+                             const char *p4)
+{
+    const char *p[5] = {p0, p1, p2, p3, p4};
+    size_t len = 0;
+    for (int i = 0; i < 5 && p[i]; i++) {
+        size_t k = strlen(p[i]);
+        if (len < n)
+            memcpy(buf + len, p[i], k < n - len ? k : n - len);
+        len += k;
+    }
+    if (n)
+        buf[len < n ? len : n - 1] = 0;
+    return len;
+}
 
 enum { L_NONE = 0, L_ANC = 1, L_MNT = 2 };
 struct sh_loc {

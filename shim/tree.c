@@ -387,9 +387,8 @@ void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat
     hex[64] = 0;
     struct stat b;
     int err = errno;
-    if (((size_t)snprintf(buf, SH_SCR, "%s/blobs/%s", sh_cache, hex) < SH_SCR && sh_r.lstat(buf, &b) == 0) ||
-        ((size_t)snprintf(buf, SH_SCR, "%s/mounts/%s/cblobs/%s", sh_cache, m->key, hex) < SH_SCR &&
-         sh_r.lstat(buf, &b) == 0)) {
+    if ((sh_join(buf, SH_SCR, sh_cache, "/blobs/", hex, NULL, NULL) < SH_SCR && sh_r.lstat(buf, &b) == 0) ||
+        (sh_join(buf, SH_SCR, sh_cache, "/mounts/", m->key, "/cblobs/", hex) < SH_SCR && sh_r.lstat(buf, &b) == 0)) {
         if (S_ISREG(b.st_mode) && (uint64_t)b.st_size == m->ents[e].size)
             st->st_blocks = b.st_blocks;
     }

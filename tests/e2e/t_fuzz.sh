@@ -10,6 +10,12 @@ if ! command -v "${CLANG:-clang}" >/dev/null; then
   exit 77
 fi
 make -s --no-print-directory BUILD="$BUILD" fuzz-build >"$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log"; fail "make fuzz-build"; }
+# every target is in what `make fuzz-build` builds (a binary left from an earlier build would hide one dropped
+# from the Makefile's list: make's what-if of each source must rebuild its target)
+for f in tests/fuzz/fuzz_*.c; do
+  make -n --no-print-directory -W "$f" BUILD="$BUILD" fuzz-build 2>/dev/null | grep -qF "$f" ||
+    fail "$(basename "$f" .c) is not built by make fuzz-build"
+done
 # a copy of the build's fuzz folder keeps the corpus growth and any reproducer out of the tree's build/
 mkdir -p "$WORK/b/fuzz"
 cp "$BUILD"/fuzz/fuzz_* "$WORK/b/fuzz/"

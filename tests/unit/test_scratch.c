@@ -3,8 +3,10 @@
  * unmapped; 100 threads that each hold 3 buffers at once (more than the pool) and then take a 4th all finish;
  * after fork() the child finds free every slot another thread held, and still holds its own (item 2); a spilled
  * buffer given back is unmapped, every page, and a long pile-up does not grow the process (issue 34 item 6).
+ * sh_join (shim.h), which builds the warm path's cache paths, gives what snprintf("%s%s...") gives.
  * A hang is a failure: alarm() ends the run (the child of the fork test has its own). */
 #include "../../shim/scratch.c"
+#include "../../shim/shim.h" /* (sh_join; scratch.c has it already: named for make mutate) */
 
 #include <pthread.h>
 #include <stdint.h>
@@ -207,6 +209,27 @@ static void test_fork(void)
     close(go[1]);
 }
 
+/* sh_join (shim.h), the scratch paths' builder: snprintf("%s%s...")'s result, length and terminated prefix */
+static void test_join(void)
+{
+    char buf[16], ref[16];
+    const char *parts[][5] = {{"/c", "/blobs/", "ab", NULL, NULL}, {"", NULL, NULL, NULL, NULL},
+                              {"/cache", "/mounts/", "0123", "/cblobs/", "f00d"}, {"0123456789abcdef", "x", NULL, NULL, NULL},
+                              {"0123456789abcde", NULL, NULL, NULL, NULL}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const char *const *p = parts[i];
+        for (size_t n = 0; n <= sizeof buf; n += 5) {
+            memset(buf, 'z', sizeof buf);
+            memset(ref, 'z', sizeof ref);
+            size_t got = sh_join(buf, n, p[0], p[1], p[2], p[3], p[4]);
+            int want = snprintf(ref, n, "%s%s%s%s%s", p[0], p[1] ? p[1] : "", p[1] && p[2] ? p[2] : "",
+                                p[1] && p[2] && p[3] ? p[3] : "", p[1] && p[2] && p[3] && p[4] ? p[4] : "");
+            CHECK_EQ_INT((int)got, want);
+            CHECK(!memcmp(buf, ref, sizeof buf));
+        }
+    }
+}
+
 int main(void)
 {
     alarm(30);   /* a taker that waits forever (the bug) ends the run as a failure, not a hung suite */
@@ -214,5 +237,6 @@ int main(void)
     TEST(test_spill_unmapped);
     TEST(test_waiters);
     TEST(test_fork);
+    TEST(test_join);
     return t_done("test_scratch");
 }
