@@ -326,9 +326,14 @@ def merge_rows(old_table, new_rows, order):
 
 
 def main():
-    # SIGTERM/SIGHUP: unwind (the scratch trees are removed in the finally below)
+    # SIGTERM/SIGHUP: the tests running in the workers' trees are stopped too (this process group), then unwind
+    # (the scratch trees are removed in the finally below)
+    def stop(sig, _frame):
+        signal.signal(sig, signal.SIG_IGN)
+        os.killpg(0, sig)
+        sys.exit(130)
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(130))
+        signal.signal(sig, stop)
     ap = argparse.ArgumentParser()
     ap.add_argument("--list", default=os.path.join(ROOT, "tests/mutate/mutations.txt"))
     ap.add_argument("--only", default="")
