@@ -1626,6 +1626,7 @@ static const char *utmp_real_name(const char *f)
  * *pfd: the descriptor the kernel's own resolution gives, opened with oflags (O_PATH to look only), or -1. */
 static int utmp_file_err(const char *file, int oflags, int *pfd)
 {
+    *pfd = -1; /* (round 5 review: a refusal left it unset, and the caller closed whatever number was there) */
     int e = errno;
     int fd = sh_r.openat(AT_FDCWD, file, oflags | O_CLOEXEC), oe = errno;
     if (fd >= 0 && sh_wguard_fd(fd)) {
@@ -1660,8 +1661,16 @@ static void utmp_append(const char *file, const void *ut)
     }
     int e = errno;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    struct timespec now, end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += 10;
     int locked = 0;
-    for (int i = 0; i < 1000 && !(locked = sh_r.fcntl(fd, F_SETLK, &fl) == 0) && (errno == EAGAIN || errno == EACCES); i++) {
+    while (!(locked = sh_r.fcntl(fd, F_SETLK, &fl) == 0) && (errno == EAGAIN || errno == EACCES)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+            errno = EINTR; /* glibc's answer when its alarm ends the wait */
+            break;
+        }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -1669,7 +1678,8 @@ static void utmp_append(const char *file, const void *ut)
         off_t off = lseek(fd, 0, SEEK_END);
         if (off >= 0 && off % (off_t)sizeof(struct utmp)) {
             off -= off % (off_t)sizeof(struct utmp);
-            if (ftruncate(fd, off) != 0 || lseek(fd, 0, SEEK_END) < 0)
+            (void)!ftruncate(fd, off); /* (glibc goes on when this fails) */
+            if (lseek(fd, 0, SEEK_END) < 0)
                 off = -1;
         }
         if (off >= 0 && write(fd, ut, sizeof(struct utmp)) != (ssize_t)sizeof(struct utmp) && ftruncate(fd, off) != 0)
@@ -1775,7 +1785,7 @@ SH_EXPORT struct utmpx *pututxline(const struct utmpx *ut)
  * whole (EROFS) when either file is in the cache; the shim's copy of the name is then glibc's default */
 SH_EXPORT void login(const struct utmp *ut)
 {
-    int err = 0, fd;
+    int err = 0, fd = -1;
     if (sh_wguard_on && !(err = utmp_put_err(_PATH_UTMP)) && !(err = utmp_file_err(_PATH_WTMP, O_PATH, &fd)) && fd >= 0)
         sh_r.close(fd);
     if (err) {

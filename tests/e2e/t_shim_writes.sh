@@ -195,6 +195,7 @@ updwtmpx /var/log/wtmpx (not there: /var/log/wtmp, the blob's): EROFS
 login (utmp and wtmp the blob's): EROFS
 logout (utmp the blob's): EROFS
 logwtmp (wtmp the blob's): EROFS
+descriptors 0-19 still open, each the same: ok
 pututline after logout, utmp made the blob's: EROFS
 pututxline, utmpxname /var/run/utmpx (a file): ok
 updwtmpx /var/log/wtmpx (a file): ok
