@@ -417,7 +417,9 @@ for what in genuine forged; do
   shimA env HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 cat /models/m1/config.json
   [ "$st" = 1 ] || { cat "$WORK/shim.err" >&2; fail "shim offline: B's $what blob under HFS3_VERIFY_FOREIGN=1: exit $st"; }
   [ ! -s "$WORK/shim.out" ] || fail "shim offline: a byte of B's $what blob was served under HFS3_VERIFY_FOREIGN=1"
-  grep -q 'Input/output error' "$WORK/shim.err" && grep -Eqi "another user|VERIFY_FOREIGN" "$WORK/shim.err" ||
+  # the line says why offline in particular (the next step: online, A's own copy), not only that it is B's
+  grep -q 'Input/output error' "$WORK/shim.err" &&
+    grep -q "another user's, HFS3_VERIFY_FOREIGN=1 and HFS3_OFFLINE=1" "$WORK/shim.err" ||
     { cat "$WORK/shim.err" >&2; fail "shim offline: B's $what blob: no EIO, or no line saying why"; }
 done
 ok "shim: HFS3_OFFLINE=1 and HFS3_VERIFY_FOREIGN=1: a member's blob of the right size (genuine or forged) is EIO, not read: $(grep -m1 -i 'another user' "$WORK/shim.err")"
