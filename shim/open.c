@@ -19,16 +19,6 @@
 
 /* --- open -------------------------------------------------------------------------------------------- */
 
-static void hexs(const uint8_t *h, char *out)
-{
-    static const char d[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = d[h[i] >> 4];
-        out[2 * i + 1] = d[h[i] & 15];
-    }
-    out[64] = 0;
-}
-
 static void maybe_prefetch(struct sh_mount *m, uint32_t e)
 {
     if (!sh_prefetch || sh_offline || sh_in_vfork() || __atomic_exchange_n(&m->prefetched, 1, __ATOMIC_ACQ_REL))
@@ -240,7 +230,7 @@ static int err_since(const char *path, const struct timespec *t0, long slack_ns,
 static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int force, int *pin, int cancel)
 {
     char hex[65];
-    hexs(m->ents[e].sha256, hex);
+    sh_hexs(m->ents[e].sha256, hex);
     if (sh_join(blob, n, sh_cache, "/mounts/", m->key, "/cblobs/", hex) >= n)
         return -ENAMETOOLONG;
     struct blob_find bf = {blob, n, hex, m->key, (unsigned long long)m->ents[e].size};
@@ -349,7 +339,7 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
 static int path_of_blob(struct sh_mount *m, uint32_t e, char *blob, int keep)
 {
     char hex[65];
-    hexs(m->ents[e].sha256, hex);
+    sh_hexs(m->ents[e].sha256, hex);
     struct blob_find bf = {blob, SH_SCR, hex, m->key, (unsigned long long)m->ents[e].size};
     if (sh_cache_ready() < 0)
         return -1;
@@ -373,7 +363,7 @@ static int path_of_blob(struct sh_mount *m, uint32_t e, char *blob, int keep)
 static int serve_blob(struct sh_mount *m, uint32_t e, char *rp, int keep, int cancel)
 {
     char hex[65];
-    hexs(m->ents[e].sha256, hex);
+    sh_hexs(m->ents[e].sha256, hex);
     struct blob_find bf = {rp, SH_SCR, hex, m->key, (unsigned long long)m->ents[e].size};
     int flags = O_RDONLY | O_NONBLOCK | keep, pin = -1;
     int fd = serve_open(&bf, flags);

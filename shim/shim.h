@@ -110,6 +110,17 @@ void sh_scratch_after_fork(void);
 void sh_scratch_drop_mine(void);
 #define SH_SCRATCH(s) struct sh_scratch *s __attribute__((cleanup(sh_scratch_put))) = sh_scratch_get()
 
+/* The 64 hex digits of a sha256 (a blob's name), terminated */
+static inline void sh_hexs(const uint8_t *h, char out[65])
+{
+    static const char d[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = d[h[i] >> 4];
+        out[2 * i + 1] = d[h[i] & 15];
+    }
+    out[64] = 0;
+}
+
 /* snprintf(buf, n, "%s%s%s%s%s", ...) without the format machinery: the warm stat's and open's cache paths
  * (snprintf was a third of their instructions). A NULL part ends the list. Returns the whole's length, as snprintf
  * does: >= n when it did not fit (buf then holds a terminated prefix). */

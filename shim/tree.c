@@ -378,13 +378,8 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
  * value stays. buf: SH_SCR bytes of scratch. Two lstat calls at most, on stat of a file in a mount only. */
 void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat *st)
 {
-    static const char d[] = "0123456789abcdef";
     char hex[65];
-    for (int i = 0; i < 32; i++) {
-        hex[2 * i] = d[m->ents[e].sha256[i] >> 4];
-        hex[2 * i + 1] = d[m->ents[e].sha256[i] & 15];
-    }
-    hex[64] = 0;
+    sh_hexs(m->ents[e].sha256, hex);
     struct stat b;
     int err = errno;
     if ((sh_join(buf, SH_SCR, sh_cache, "/blobs/", hex, NULL, NULL) < SH_SCR && sh_r.lstat(buf, &b) == 0) ||
