@@ -12,7 +12,10 @@
 #   5. B made blobs/ (so B may rename anything in it) and renames A's blob of a.json over A's blob of b.json (same
 #      size): A's own file under another name is not served from B's directory.
 #   6. The helper's side of the directory rule: A makes no copy of its own through a tmp/ that B made, nor into a
-#      cblobs/ that B made in A's mount directory (one line each, exit 1).
+#      cblobs/ that B made in A's mount directory (through B's tmp/: one line, exit 1; B's cblobs/: moved aside,
+#      A's copy goes into one of A's own).
+#   7. B puts a cblobs/ of its own back in A's mount directory right after A moved B's first one aside (the race
+#      held open by strace's fault injection): A's copy never goes into it (one line, exit 1).
 # FDSERVE_ONLY=1,3 runs only those parts (to see each fail on code without the rule).
 # Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
@@ -259,5 +262,49 @@ set +e; as "$A" env HFS3_VERIFY=whole HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _get "$R
 [ "$st" = 0 ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] && cmp -s "$S/mounts/$KA/cblobs/$cfg" "$WORK/m/config.json" ||
   { cat "$WORK/err" >&2; fail "6: a cblobs/ B made in A's mount directory: exit $st"; }
 ok "6: no copy of A's into a cblobs/ that B made in A's mount directory: moved aside, A's own cblobs/ holds the copy"
+fi
+
+# ---- 7. B makes cblobs/ again in the moment after A moved B's first one aside ----
+# The helper's check of the cblobs/ descriptor it opened is the only line left once the move aside is done: B's loop
+# puts a cblobs/ of its own (made beside it and renamed in, so that it is never seen half made) back whenever A
+# moved it, and strace's fault injection holds each of A's mkdirat 300 ms, so that B wins that race every time
+# (LeakSanitizer, which cannot run under ptrace, is off for that one run of the sanitized helper).
+if only 7; then
+new_shared racecb
+as "$B" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" config.json >/dev/null 2>&1 || fail "7: B's _get"
+as "$A" env HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _index "$R" >/dev/null 2>&1 || fail "7: A's _index"
+rm -f "$F/stop7"
+as "$B" python3 - "$S/mounts/$KA" "$F/stop7" <<'PY' &
+import os, sys, time
+d, stop = sys.argv[1], sys.argv[2]
+end = time.time() + 60
+while not os.path.exists(stop) and time.time() < end:
+    try:
+        os.mkdir(d + "/cb.B")
+        os.chmod(d + "/cb.B", 0o3770)
+    except FileExistsError:
+        pass
+    try:
+        os.rename(d + "/cb.B", d + "/cblobs")
+    except OSError:
+        pass
+    time.sleep(0.002)
+PY
+racer=$!
+for _ in $(seq 1 500); do [ "$(stat -c %u "$S/mounts/$KA/cblobs" 2>/dev/null)" = "$B" ] && break; sleep 0.01; done
+set +e
+as "$A" strace -f -o /dev/null -e trace=mkdir,mkdirat -e inject=mkdir,mkdirat:delay_enter=300ms \
+  env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" HFS3_VERIFY=whole HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _get "$R" \
+  config.json >"$WORK/out" 2>"$WORK/err"
+st=$?
+set -e
+touch "$F/stop7"
+wait "$racer" || true
+ls -A "$S/mounts/$KA" | grep -q '^\.aside\.cblobs\.' || fail "7: test setup: A never moved B's cblobs/ aside"
+[ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$B" ] || fail "7: test setup: B's loop did not put its cblobs/ back"
+[ ! -e "$S/mounts/$KA/cblobs/$cfg" ] || fail "7: A's copy went into the cblobs/ B made in A's mount directory"
+[ "$st" = 1 ] && grep -q "serves your files only from directories of yours or root's" "$WORK/err" ||
+  { cat "$WORK/err" >&2; fail "7: a cblobs/ B put back after the move aside: exit $st, no line naming it"; }
+ok "7: B put its cblobs/ back after A moved it aside: no copy of A's in it, one line: $(grep -m1 'serves your files' "$WORK/err" | cut -c1-200)"
 fi
 echo "all ok"

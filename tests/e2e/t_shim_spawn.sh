@@ -3,7 +3,8 @@
 #   1. a posix_spawn file action that would write goes through the write guard, whatever its spelling: an addopen
 #      of /proc/self/fd/N, /dev/fd/N or /proc/PID/fd/N (N a read-only descriptor of a file in a mount: the shared
 #      blob), of a symlink to a blob, of /proc/self/cwd/x or a relative name from a cwd in a mount, or after an
-#      addchdir_np / addfchdir_np into a mount: EROFS when it is added; reads and writes elsewhere still work, and
+#      addchdir_np / addfchdir_np into a mount: EROFS when it is added; reads and writes elsewhere still work (a
+#      /proc/self/cwd/x after an addchdir_np out of a mount, from a cwd in one, is the child's directory's), and
 #      an addchdir_np into a mount starts the child there. Spellings whose first component no mount shares
 #      (/proc, /dev) and one whose first component a mount shares ($WORK/w/...). Nothing in the cache changes.
 #      The child moves to the directory the guard looked from (issue 33 round 4): a chdir path not there when added
@@ -52,6 +53,7 @@ addchdir_np M/dir, addopen /proc/self/cwd/x O_CREAT: EROFS
 addchdir_np M/dir, addopen deeper/c.txt O_RDONLY: ok
 addfchdir_np fd of M/dir, addopen x O_CREAT: EROFS
 addchdir_np W, addopen made.txt O_CREAT: ok
+cwd M/dir, addchdir_np W, addopen /proc/self/cwd/made3.txt O_CREAT: ok
 addchdir_np W/later (not there; then a symlink to M/dir's fd), addopen x O_CREAT: EROFS
 addchdir_np W/swap, then W/swap a symlink to M/dir's fd, addopen x3 O_CREAT: ok (W/swap.old/x3 made)
 addfchdir_np fd of W/harm, then dup2(fd of M/dir) onto it, addopen x2 O_CREAT: ok (W/harm/x2 made)
@@ -81,7 +83,7 @@ addchdir_np M/dir, its descriptor closed and reused, addopen x O_CREAT: EROFS (6
 addchdir_np M/dir, its descriptor closed and reused, posix_spawn: EBADF
 EOF
 shim_check "spawn file actions: every write refused (EROFS), reads and writes elsewhere work" diff guard.want guard.out
-shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt -a -e w/made2.txt
+shim_check "  the writes outside the mounts landed" test -e w/new.txt -a -e w/made.txt -a -e w/made2.txt -a -e w/made3.txt
 r=$(shim "$T/spawnw" many "$WORK/w" 2>&1)
 shim_check "1100 live file-action objects with a chdir each: open() still works, the child starts there ($(echo $r))" \
   test "$r" = "1100 live objects with a chdir action (0 adds failed): open: ok

@@ -101,6 +101,19 @@ static int guard(const char *m, const char *w)
     one("addchdir_np M/dir, addopen deeper/c.txt O_RDONLY", dir, -1, 5, "deeper/c.txt", O_RDONLY);
     one("addfchdir_np fd of M/dir, addopen x O_CREAT", NULL, dfd, 5, "x", O_WRONLY | O_CREAT);
     one("addchdir_np W, addopen made.txt O_CREAT", w, -1, 5, "made.txt", O_WRONLY | O_CREAT);
+    /* after a chdir action /proc/self/cwd is the child's directory, not this process's: from a cwd in a mount, a
+     * write there into W is the child's to make (a guard that looked at this process's cwd, or gave up on the
+     * spelling, would refuse it) */
+    if (chdir(dir) < 0) {
+        perror(dir);
+        return 2;
+    }
+    one("cwd M/dir, addchdir_np W, addopen /proc/self/cwd/made3.txt O_CREAT", w, -1, 5, "/proc/self/cwd/made3.txt",
+        O_WRONLY | O_CREAT);
+    if (chdir(w) < 0) {
+        perror(w);
+        return 2;
+    }
     /* issue 33 round 4: the directory the child moves to is the one the guard looked from. A path not there when the
      * action is added, made a symlink into the cache before the spawn (here /proc/self/fd/N of M/dir: the child
      * inherits N), so that a relative write would land in the skeleton: refused */
