@@ -16,6 +16,8 @@
 #      A's copy goes into one of A's own).
 #   7. B puts a cblobs/ of its own back in A's mount directory right after A moved B's first one aside (the race
 #      held open by strace's fault injection): A's copy never goes into it (one line, exit 1).
+#   8. B plants cblobs/ once, after the helper moved its first one out of A's mount directory and before the copy
+#      (held open by strace): moved aside again where the copy's directory is made; the copy works.
 # FDSERVE_ONLY=1,3 runs only those parts (to see each fail on code without the rule).
 # Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
@@ -306,5 +308,44 @@ ls -A "$S/mounts/$KA" | grep -q '^\.aside\.cblobs\.' || fail "7: test setup: A n
 [ "$st" = 1 ] && grep -q "serves your files only from directories of yours or root's" "$WORK/err" ||
   { cat "$WORK/err" >&2; fail "7: a cblobs/ B put back after the move aside: exit $st, no line naming it"; }
 ok "7: B put its cblobs/ back after A moved it aside: no copy of A's in it, one line: $(grep -m1 'serves your files' "$WORK/err" | cut -c1-200)"
+fi
+
+# ---- 8. B makes cblobs/ once more between the helper's look at A's mount directory and its copy ----
+# The helper moves a member's names out of A's own mount directory when it opens it (hfs3_ownkey_aside), and once
+# more where it makes cblobs/ for the copy: a plant in between is moved aside there, and the copy works. strace holds
+# the helper 500 ms right after its first move aside (the first renameat2), while B plants once.
+if only 8; then
+new_shared plant2
+as "$B" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" config.json >/dev/null 2>&1 || fail "8: B's _get"
+as "$A" env HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _index "$R" >/dev/null 2>&1 || fail "8: A's _index"
+as "$B" mkdir -m 3770 "$S/mounts/$KA/cblobs"
+rm -f "$F/planted8"
+as "$B" python3 - "$S/mounts/$KA" "$F/planted8" <<'PY' &
+import os, sys, time
+d, flag = sys.argv[1], sys.argv[2]
+for _ in range(5000):
+    if any(n.startswith(".aside.cblobs.") for n in os.listdir(d)):
+        break
+    time.sleep(0.002)
+else:
+    sys.exit("A never moved B's first cblobs/ aside")
+os.mkdir(d + "/cb.B")
+os.chmod(d + "/cb.B", 0o3770)
+os.rename(d + "/cb.B", d + "/cblobs")
+open(flag, "w").close()
+PY
+planter=$!
+set +e
+as "$A" strace -f -o /dev/null -e trace=renameat2 -e inject=renameat2:delay_exit=500ms:when=1 \
+  env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" HFS3_VERIFY=whole HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _get "$R" \
+  config.json >"$WORK/out" 2>"$WORK/err"
+st=$?
+set -e
+wait "$planter" || fail "8: B's planter failed"
+[ -e "$F/planted8" ] && [ "$(ls -A "$S/mounts/$KA" | grep -c '^\.aside\.cblobs\.')" = 2 ] ||
+  { cat "$WORK/err" >&2; fail "8: test setup: B's second cblobs/ was not planted and moved aside ($(ls -A "$S/mounts/$KA" | tr '\n' ' '))"; }
+[ "$st" = 0 ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs")" = "$A" ] && cmp -s "$S/mounts/$KA/cblobs/$cfg" "$WORK/m/config.json" ||
+  { cat "$WORK/err" >&2; fail "8: B's cblobs/ planted after the helper opened A's mount directory: exit $st"; }
+ok "8: B's cblobs/ planted between the helper's two looks: moved aside, A's own cblobs/ holds the copy"
 fi
 echo "all ok"
