@@ -53,7 +53,7 @@ tls=$(grep -c -i -e '^libssl' -e '^libgnutls' -e '^libnss3' -e '^libmbedtls' -e 
 unpacked=$(awk '$1 == "unpacked" {print $2}' "$WORK/contents")
 # a third of 18,190,790 bytes, what the wheel of 7ddfb82 unpacked to
 [ "$unpacked" -le 6063596 ] || { cat "$WORK/contents"; fail "the wheel unpacks to $unpacked bytes, more than a third of the 18.2 MB of 7ddfb82"; }
-ok "the wheel bundles: $(echo $bundled) (no GnuTLS, no LDAP, $tls TLS library beside the static OpenSSL); unpacked $unpacked bytes"
+ok "the wheel bundles: $(echo $bundled) (no GnuTLS, no LDAP; shared TLS libraries: $tls, OpenSSL is inside the helper); unpacked $unpacked bytes"
 
 # a fresh venv: no pip, nothing installed; the project's packages come after its own, through a .pth file
 "$HFS3_PY" -m venv --without-pip "$WORK/venv"
