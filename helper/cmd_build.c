@@ -72,9 +72,10 @@ static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
             size_t files, dirs, links;
             uint64_t bytes;
             hfs3_manifest_counts(m, &files, &dirs, &links, &bytes);
-            printf("%s: built (%s): %zu files, %zu directories, %zu symlinks, %llu bytes; %s\n", names[i],
-                   m->layout, files, dirs, links, (unsigned long long)bytes,
-                   written ? "written" : "manifest unchanged");
+            printf("%s: built (%s): %zu %s, %zu %s, %zu %s, %llu %s; %s\n", names[i], m->layout, files,
+                   hfs3_plural(files, "file", "files"), dirs, hfs3_plural(dirs, "directory", "directories"), links,
+                   hfs3_plural(links, "symlink", "symlinks"), (unsigned long long)bytes,
+                   hfs3_plural(bytes, "byte", "bytes"), written ? "written" : "manifest unchanged");
             built++;
         }
         fflush(stdout);
@@ -83,7 +84,8 @@ static int build_all(const hfs3_remote *hub, hfs3_build_opts *o)
         hfs3_remote_free(r);
         free(spec);
     }
-    printf("%s: %zu repositories: %zu built, %zu unchanged, %zu failed\n", hub->spec, n, built, same, failed);
+    printf("%s: %zu %s: %zu built, %zu unchanged, %zu failed\n", hub->spec, n,
+           hfs3_plural(n, "repository", "repositories"), built, same, failed);
     hfs3_hub_names_free(names, n);
     return failed ? 1 : 0;
 }
@@ -193,11 +195,14 @@ int cmd_build(int argc, char **argv)
         where = wherebuf;
     }
     fprintf(summary,
-            "%s (%s): %zu files, %zu directories, %zu symlinks, %llu bytes; sha256 from %zu local files, "
-            "%zu LFS names, %zu metadata, %zu S3 streams%s%s\n",
-            r->spec, m->layout, files, dirs, links, (unsigned long long)bytes, st.from_local, st.from_lfs_name,
-            st.from_metadata, st.from_s3, st.metadata_outdated ? " (.metadata of a file changed since, or of "
-            "unknown mtime, not used)" : "", where);
+            "%s (%s): %zu %s, %zu %s, %zu %s, %llu %s; sha256 from %zu local %s, "
+            "%zu LFS %s, %zu metadata, %zu S3 %s%s%s\n",
+            r->spec, m->layout, files, hfs3_plural(files, "file", "files"), dirs,
+            hfs3_plural(dirs, "directory", "directories"), links, hfs3_plural(links, "symlink", "symlinks"),
+            (unsigned long long)bytes, hfs3_plural(bytes, "byte", "bytes"), st.from_local,
+            hfs3_plural(st.from_local, "file", "files"), st.from_lfs_name, hfs3_plural(st.from_lfs_name, "name", "names"),
+            st.from_metadata, st.from_s3, hfs3_plural(st.from_s3, "stream", "streams"),
+            st.metadata_outdated ? " (.metadata of a file changed since, or of unknown mtime, not used)" : "", where);
     status = 0;
 done:
     hfs3_buf_free(&problems);

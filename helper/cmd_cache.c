@@ -201,8 +201,8 @@ static cJSON *usage_json(const hfs3_gc_usage *u)
 static void usage_line(const char *indent, const char *name, const hfs3_gc_usage *u)
 {
     char a[32], b[32], w[40];
-    printf("%s%s: %zu files, %zu cached (%s), %s not cached, last use %s\n", indent, name, u->files,
-           u->cached_files, hfs3_gc_human(u->bytes_cached, a, sizeof a), hfs3_gc_human(u->bytes_missing, b, sizeof b),
+    printf("%s%s: %zu %s, %zu cached (%s), %s not cached, last use %s\n", indent, name, u->files,
+           hfs3_plural(u->files, "file", "files"), u->cached_files, hfs3_gc_human(u->bytes_cached, a, sizeof a), hfs3_gc_human(u->bytes_missing, b, sizeof b),
            cmd_when(u->last_use, w, sizeof w));
 }
 
@@ -293,7 +293,7 @@ static int hub_report(cmd_snap *s, const hfs3_gc_mount *m, const char *name, cJS
             }
     }
     if (!j)
-        printf("%s: a hub of %zu repositories, %zu fetched:\n", name, nn, fetched);
+        printf("%s: a hub of %zu %s, %zu fetched:\n", name, nn, hfs3_plural(nn, "repository", "repositories"), fetched);
     for (size_t i = 0; u && have && i < nn; i++) {
         if (j) {
             cJSON *r = have[i] ? usage_json(&u[i]) : cJSON_CreateObject();
@@ -437,13 +437,20 @@ cJSON *cmd_snap_summary(cmd_snap *s, int json)
         }
     char a[32], b[32], d[32], e[32];
     if (!json) {
-        printf("%s: %zu files, %s; %s", s->c->dir, s->nb, hfs3_gc_human(s->bytes, a, sizeof a),
+        printf("%s: %zu %s, %s; %s", s->c->dir, s->nb, hfs3_plural(s->nb, "file", "files"),
+               hfs3_gc_human(s->bytes, a, sizeof a),
                budget > 0 ? "budget " : "no budget (HFS3_CACHE_MAX unset)");
         if (budget > 0)
             printf("%s (HFS3_CACHE_MAX=%s)", hfs3_gc_human(max, b, sizeof b), getenv("HFS3_CACHE_MAX"));
-        printf("; %s free on its file system; %s in tmp/; %zu files (%s) in no cached manifest\n",
-               hfs3_gc_human(avail, d, sizeof d), hfs3_gc_human(tmp, e, sizeof e), nunref,
-               hfs3_gc_human(unref, a, sizeof a));
+        printf("; %s free on its file system; %s in tmp/; ", hfs3_gc_human(avail, d, sizeof d),
+               hfs3_gc_human(tmp, e, sizeof e));
+        /* the blobs no cached manifest names, in words: what they are and what removes them */
+        if (nunref)
+            printf("%zu cached %s (%s) that no cached manifest names: `cache gc --unreferenced` removes %s\n", nunref,
+                   hfs3_plural(nunref, "file", "files"), hfs3_gc_human(unref, a, sizeof a),
+                   hfs3_plural(nunref, "it", "them"));
+        else
+            printf("every cached file belongs to a cached manifest\n");
         if (budget < 0)
             printf("  %s\n", hfs3_errmsg());
         return NULL;
@@ -730,8 +737,9 @@ static int cache_gc(int argc, char **argv)
         cJSON_AddNumberToObject(j, "failed", (double)failed);
         cmd_print_json(j);
     } else {
-        printf("cache gc: %s %zu files (%s); %s left; kept %zu busy, %zu of other users\n",
-               o.dry_run ? "would remove" : "removed", removed, hfs3_gc_human(freed, a, sizeof a),
+        printf("cache gc: %s %zu %s (%s); %s left; kept %zu busy, %zu of other users\n",
+               o.dry_run ? "would remove" : "removed", removed, hfs3_plural(removed, "file", "files"),
+               hfs3_gc_human(freed, a, sizeof a),
                hfs3_gc_human(left, b2, sizeof b2), busy, foreign);
     }
     status = failed ? 1 : 0;
@@ -826,8 +834,8 @@ static int cache_verify(int argc, char **argv)
         cJSON_AddItemToObject(j, "problems", jb);
         cmd_print_json(j);
     } else {
-        printf("cache verify: %zu files checked (%s): %zu good, %zu bad%s, %zu busy (skipped), %zu unreadable\n",
-               good + bad + errors, hfs3_gc_human(done, a, sizeof a), good, bad,
+        printf("cache verify: %zu %s checked (%s): %zu good, %zu bad%s, %zu busy (skipped), %zu unreadable\n",
+               good + bad + errors, hfs3_plural(good + bad + errors, "file", "files"), hfs3_gc_human(done, a, sizeof a), good, bad,
                bad ? (dry ? " (--dry-run: kept)" : " (removed where ours)") : "", busy, errors);
     }
     cmd_snap_free(&s);

@@ -706,7 +706,7 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
         cmd_progress_end();
     double secs = hfs3_now() - t0;
     char hf[24], hc[24], hr[24];
-    printf("%s: %zu files, %s fetched, %s already cached, %.1f s, %s, %zu failed", spec, n,
+    printf("%s: %zu %s, %s fetched, %s already cached, %.1f s, %s, %zu failed", spec, n, hfs3_plural(n, "file", "files"),
            hfs3_human_bytes(fetched, hf, sizeof hf), hfs3_human_bytes(cached, hc, sizeof hc), secs,
            hfs3_human_rate(secs > 0 ? (double)fetched / secs : 0.0, hr, sizeof hr), failed);
     if (missing)
@@ -715,14 +715,15 @@ static int fetch_one(hfs3_cache *c, const char *spec, hfs3_remote *r, int *is_hu
     fflush(stdout);
     if (failed && ff.stale)
         /* fetch refreshed the manifest first: the one in S3 no longer matches its prefix */
-        cmd_err("%s: %zu of %zu files failed (each named above): the prefix changed since the manifest was built; "
-                "run hfs3-manifest build %s, then fetch again", spec, failed, n, spec);
+        cmd_err("%s: %zu of %zu %s failed (each named above): the prefix changed since the manifest was built; "
+                "run hfs3-manifest build %s, then fetch again", spec, failed, n, hfs3_plural(n, "file", "files"), spec);
     else if (failed)
-        cmd_err("%s: %zu of %zu files failed (each named above); run the same command again to retry them", spec,
-                failed, n);
+        cmd_err("%s: %zu of %zu %s failed (each named above); run the same command again to retry %s", spec,
+                failed, n, hfs3_plural(n, "file", "files"), hfs3_plural(failed, "it", "them"));
     if (missing)
-        cmd_err("%s: %zu of %zu files are not in the cache (each named above): a server with HFS3_OFFLINE=1 would "
-                "fail on them", spec, missing, n);
+        cmd_err("%s: %zu of %zu %s %s not in the cache (each named above): a server with HFS3_OFFLINE=1 would "
+                "fail on %s", spec, missing, n, hfs3_plural(n, "file", "files"), hfs3_plural(missing, "is", "are"),
+                hfs3_plural(missing, "it", "them"));
     status = failed || missing ? 1 : 0;
 out:
     for (size_t k = 0; pins && k < n; k++)
@@ -876,7 +877,8 @@ int cmd_fetch(int argc, char **argv)
             hfs3_remote_free(rr);
             free(rs);
         }
-        printf("%s: a hub: %zu repositories fetched, %zu failed\n", spec, done, failed);
+        printf("%s: a hub: %zu %s fetched, %zu failed\n", spec, done, hfs3_plural(done, "repository", "repositories"),
+               failed);
         hfs3_hub_names_free(names, nn);
         status = failed ? 1 : 0;
     }

@@ -103,8 +103,9 @@ int cmd_show(int argc, char **argv)
     char size[32];
     hfs3_manifest_counts(m, &files, &dirs, &links, &bytes);
     human(bytes, size, sizeof size);
-    printf("%s (%s%s%s): %zu files, %zu directories, %zu symlinks, %s\n", r->spec, m->layout,
-           m->revision ? ", revision " : "", m->revision ? m->revision : "", files, dirs, links, size);
+    printf("%s (%s%s%s): %zu %s, %zu %s, %zu %s, %s\n", r->spec, m->layout, m->revision ? ", revision " : "",
+           m->revision ? m->revision : "", files, hfs3_plural(files, "file", "files"), dirs,
+           hfs3_plural(dirs, "directory", "directories"), links, hfs3_plural(links, "symlink", "symlinks"), size);
     tree t = {.m = m, .first = malloc((m->n + 1) * sizeof(size_t)), .next = malloc((m->n + 1) * sizeof(size_t))};
     if (!t.first || !t.next) {
         cmd_err("out of memory");

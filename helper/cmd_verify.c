@@ -36,10 +36,10 @@ int cmd_verify(int argc, char **argv)
     size_t nbad = 0;
     for (const char *p = hfs3_buf_str(&problems); *p; p++)
         nbad += *p == '\n';
-    printf("%s: %zu entries checked%s: %s\n", r->spec, checked, deep ? " (sizes, ETags and sha256)" : " (sizes and ETags)",
+    printf("%s: %zu %s checked%s: %s\n", r->spec, checked, hfs3_plural(checked, "entry", "entries"), deep ? " (sizes, ETags and sha256)" : " (sizes and ETags)",
            nbad ? "FAILED" : "OK");
     if (nbad)
-        printf("%s: %zu problems\n", r->spec, nbad);
+        printf("%s: %zu %s\n", r->spec, nbad, hfs3_plural(nbad, "problem", "problems"));
     status = nbad ? 1 : 0;
 done:
     hfs3_buf_free(&problems);

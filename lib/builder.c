@@ -89,8 +89,8 @@ static int hash_local_job(void *ud, size_t i, hfs3_s3 *c)
     if (rc < 0)
         return rc;
     if (size != it->size)
-        return hfs3_err(-EIO, "%s: changed while hashing (%llu bytes, expected %llu)", it->local,
-                        (unsigned long long)size, (unsigned long long)it->size);
+        return hfs3_err(-EIO, "%s: changed while hashing (%llu %s, expected %llu)", it->local,
+                        (unsigned long long)size, hfs3_plural(size, "byte", "bytes"), (unsigned long long)it->size);
     jobs_progress_add(h->pr, size, 1);
     return 0;
 }
@@ -480,8 +480,9 @@ static int check_local(build_state *st, const hfs3_s3_list *list, hfs3_buf *prob
                     key ? key : want, f->path);
             bad++;
         } else if (hit->size != f->size) {
-            jobs_problem(problems, "%s: key %s has %llu bytes, local %s has %llu", st->r->spec, key ? key : want,
-                    (unsigned long long)hit->size, f->path, (unsigned long long)f->size);
+            jobs_problem(problems, "%s: key %s has %llu %s, local %s has %llu", st->r->spec, key ? key : want,
+                    (unsigned long long)hit->size, hfs3_plural(hit->size, "byte", "bytes"), f->path,
+                    (unsigned long long)f->size);
             bad++;
         } else if (!f->target) {
             item *it = find_item(st, f->rel);

@@ -538,8 +538,9 @@ int hfs3_mount_load(const hfs3_cache *c, const char *spec, hfs3_manifest **out)
         hfs3_err(rc, "%s: no cached manifest (%s/manifest.json)", spec, mdir);
     if (rc == 0 && c->verify_foreign && (foreign(c, &st) || !own_dir(c, fd)))
         rc = hfs3_err(-EACCES, "%s: the cached %s/manifest.json could have been written by another user (owner uid "
-                      "%u, mode %04o, %lu links), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spec, mdir,
-                      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink);
+                      "%u, mode %04o, %lu %s), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spec, mdir,
+                      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned long)st.st_nlink,
+                      hfs3_plural(st.st_nlink, "link", "links"));
     if (rc == 0 && (rc = hfs3_manifest_parse(doc, n, out)) < 0)
         hfs3_err_wrap(rc, "%s: cached %s/manifest.json", spec, mdir);
     close(fd);
@@ -565,7 +566,7 @@ static int hub_detect(const hfs3_cache *c, const hfs3_remote *r, int mfd, const 
     if (rc == 0 && n > 0 && !has_manifest) {
         rc = hfs3_hub_install(c, mfd, mdir, names, n);
         if (rc == 0) {
-            hfs3_debug("%s: a hub of %zu repositories", r->spec, n);
+            hfs3_debug("%s: a hub of %zu %s", r->spec, n, hfs3_plural(n, "repository", "repositories"));
             rc = 1;
         }
     } else {
@@ -661,7 +662,7 @@ static int refresh_fetch(const hfs3_cache *c, const hfs3_remote *r, int mfd, con
     if ((rc = hfs3_index_install_at(m, c, mfd, mdir)) < 0)
         goto wrap;
     unlinkat(mfd, "repos", 0);   /* it was a hub before */
-    hfs3_debug("%s: manifest installed (%zu entries)", r->spec, m->n);
+    hfs3_debug("%s: manifest installed (%zu %s)", r->spec, m->n, hfs3_plural(m->n, "entry", "entries"));
     goto out;
 wrap:
     /* s3.c's messages name the key already; a missing bucket or manifest and refused keys say what to do */
@@ -963,8 +964,9 @@ static int alias_adopt(const hfs3_cache *c, const hfs3_remote *r, int mfd, const
         goto fail;
     if (vf && foreign(c, &mst)) {
         rc = hfs3_err(-EACCES, "%s/manifest.json could have been written by another user (owner uid %u, mode %04o, "
-                      "%lu links), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spath, (unsigned)mst.st_uid,
-                      (unsigned)(mst.st_mode & 07777), (unsigned long)mst.st_nlink);
+                      "%lu %s), and HFS3_VERIFY_FOREIGN=1 asks for one of your own", spath, (unsigned)mst.st_uid,
+                      (unsigned)(mst.st_mode & 07777), (unsigned long)mst.st_nlink,
+                      hfs3_plural(mst.st_nlink, "link", "links"));
         goto fail;
     }
     if (vf && re == 0 && foreign(c, &est)) {

@@ -182,8 +182,9 @@ int hfs3_cache_openat(const hfs3_cache *c, int dirfd, const char *name, int flag
     /* what this user writes into must be its own and have no other name: a hard link planted under a cache
      * name could be a file of this user's elsewhere */
     if (rc == 0 && (flags & O_ACCMODE) != O_RDONLY && (st->st_uid != c->uid || st->st_nlink != 1))
-        rc = hfs3_err(-EPERM, "cache: %s/%s is not this user's own single-link file (owner uid %u, %lu links); "
-                      "refusing to write into it", dpath, name, (unsigned)st->st_uid, (unsigned long)st->st_nlink);
+        rc = hfs3_err(-EPERM, "cache: %s/%s is not this user's own single-link file (owner uid %u, %lu %s); "
+                      "refusing to write into it", dpath, name, (unsigned)st->st_uid, (unsigned long)st->st_nlink,
+                      hfs3_plural(st->st_nlink, "link", "links"));
     if (rc < 0) {
         close(fd);
         return rc;

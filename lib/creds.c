@@ -604,7 +604,7 @@ int hfs3_creds_plan(const hfs3_aws_files *f, const char *ctx, hfs3_cred *keys, h
             return hfs3_err(-EINVAL,
                             "remote %s: AWS profile '%s' uses SSO (%s), which hfs3 does not support; add "
                             "credential_process = aws configure export-credentials --profile %s --format process "
-                            "to another profile and use that one",
+                            "(AWS CLI v2, which SSO profiles need) to another profile and use that one",
                             ctx, prof, sso[i], prof);
     /* 5. the credentials file's keys */
     if ((rc = profile_keys(&p, prof, 0, keys)) != 0) {

@@ -297,8 +297,8 @@ static int drop_oversize(const hfs3_cache *c, int cdir, const char *sha, long lo
     if (r == -EBUSY)
         return 1;
     if (r == 0)
-        hfs3_warn("cache: mounts/<key>/cblobs/%s has %lld bytes, its fetch installed %" PRIu64 ": removed unhashed",
-                  sha, have, size);
+        hfs3_warn("cache: mounts/<key>/cblobs/%s has %lld %s, its fetch installed %" PRIu64 ": removed unhashed",
+                  sha, have, hfs3_plural((unsigned long long)have, "byte", "bytes"), size);
     return 0;
 }
 

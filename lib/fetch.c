@@ -414,8 +414,8 @@ static int chunk_write(void *ud, const void *data, size_t n)
     if (n > s->end - s->off) {
         /* noticed where it arrives: not one byte past the range reaches the file */
         if (s->end == j->f->size)
-            return hfs3_err(-EIO, "server sent more bytes than the manifest's size (%" PRIu64 " bytes)",
-                            j->f->size);
+            return hfs3_err(-EIO, "server sent more bytes than the manifest's size (%" PRIu64 " %s)",
+                            j->f->size, hfs3_plural(j->f->size, "byte", "bytes"));
         return hfs3_err(-EIO, "server sent more bytes than requested (range %" PRIu64 "-%" PRIu64 ")",
                         s->end - j->chunk, s->end - 1);
     }
@@ -481,9 +481,9 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
     if (s.off > s.end)
         return hfs3_err(-EIO, "server sent more bytes than requested (range at %" PRIu64 ")", off);
     if (s.off != s.end)
-        return hfs3_err(-EIO, "object is shorter than the manifest's %" PRIu64 " bytes (range at %" PRIu64
-                        " ended after %" PRIu64 " of %" PRIu64 " bytes)",
-                        j->f->size, off, s.off - off, len);
+        return hfs3_err(-EIO, "object is shorter than the manifest's %" PRIu64 " %s (range at %" PRIu64
+                        " ended after %" PRIu64 " of %" PRIu64 " %s)", j->f->size, hfs3_plural(j->f->size, "byte",
+                        "bytes"), off, s.off - off, len, hfs3_plural(len, "byte", "bytes"));
     if (s.h) {
         char hex[65];
         hfs3_hex(md, 32, hex);
@@ -567,7 +567,8 @@ static int refused_leave(fetch_job *j, uint32_t i)
         j->cap = j->active;
         int level = tune_refused();
         j->limit = level < j->cap ? level : j->cap;
-        hfs3_warn("%s: %s: %s; going on with %d connections", j->r->spec, j->f->path, hfs3_errmsg(), j->limit);
+        hfs3_warn("%s: %s: %s; going on with %d %s", j->r->spec, j->f->path, hfs3_errmsg(), j->limit,
+                  hfs3_plural((unsigned long long)j->limit, "connection", "connections"));
     }
     pthread_mutex_unlock(&j->mu);
     return leave;
@@ -1058,13 +1059,14 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
             return rc;
     } else if (st.st_nlink != 1) {
         /* a blob has no other name: a hard link planted here could be any file of this user's */
-        rc = hfs3_err(-EPERM, "cache: %s/%s of uid %u has %lu links (a hard link to a file elsewhere?); refusing "
+        rc = hfs3_err(-EPERM, "cache: %s/%s of uid %u has %lu %s (a hard link to a file elsewhere?); refusing "
                       "it (ask uid %u or root to remove it)", at->dpath, f->sha256, (unsigned)st.st_uid,
-                      (unsigned long)st.st_nlink, (unsigned)st.st_uid);
+                      (unsigned long)st.st_nlink, hfs3_plural(st.st_nlink, "link", "links"), (unsigned)st.st_uid);
     } else if ((uint64_t)st.st_size != f->size) {
-        rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld bytes, the manifest says %" PRIu64 "; refusing it "
+        rc = hfs3_err(-EBADMSG, "cache: %s/%s of uid %u has %lld %s, the manifest says %" PRIu64 "; refusing it "
                       "(ask uid %u or root to remove it)", at->dpath, f->sha256, (unsigned)st.st_uid,
-                      (long long)st.st_size, f->size, (unsigned)st.st_uid);
+                      (long long)st.st_size, hfs3_plural((unsigned long long)st.st_size, "byte", "bytes"), f->size,
+                      (unsigned)st.st_uid);
     } else if (c->verify_foreign && (why = serve_refusal(c, at, &st, f->size)) != NULL) {
         /* HFS3_VERIFY_FOREIGN=1: not servable as it is (include/hfs3/serve.h). This user's own file in a
          * directory of its own or root's is bad (a write bit): removed below and fetched again; any other is not
@@ -1203,7 +1205,8 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
     if (resumed) {
         for (uint32_t i = 0; i < j->nchunks; i++)
             j->state[i] = j->state[i] ? CH_DONE : CH_TODO;
-        hfs3_info("%s: resuming %d of %u ranges from a killed fetch", j->f->path, resumed, j->nchunks);
+        hfs3_info("%s: resuming %d of %u %s from a killed fetch", j->f->path, resumed, j->nchunks,
+                  hfs3_plural(j->nchunks, "range", "ranges"));
     }
     *resumed_out = resumed;
     if (!resumed && (rc = create_temp(j, j->nchunks > 1)) < 0)
@@ -1224,8 +1227,9 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         }
         free(buf);
         if (bad) {
-            hfs3_warn("%s: %s: %d of %d chunks kept from a killed fetch do not match their sha256; fetching them "
-                      "again", j->r->spec, j->f->path, bad, resumed);
+            hfs3_warn("%s: %s: %d of %d %s kept from a killed fetch %s; fetching %s again", j->r->spec,
+                      j->f->path, bad, resumed, hfs3_plural((unsigned long long)resumed, "chunk", "chunks"),
+                      bad == 1 ? "does not match its sha256" : "do not match their sha256", bad == 1 ? "it" : "them");
             resumed -= bad;
             *resumed_out = resumed;
             j->refetched += bad;
@@ -1236,7 +1240,8 @@ static int fetch_attempt(fetch_job *j, int allow_resume, int nthreads, hfs3_fetc
         if (e == EOPNOTSUPP || e == EINVAL)
             e = ftruncate(j->fd, (off_t)j->f->size) < 0 ? errno : 0;
         if (e) {
-            rc = hfs3_err(-e, "%s/tmp: cannot reserve %" PRIu64 " bytes: %s", j->c->dir, j->f->size, strerror(e));
+            rc = hfs3_err(-e, "%s/tmp: cannot reserve %" PRIu64 " %s: %s", j->c->dir, j->f->size,
+                          hfs3_plural(j->f->size, "byte", "bytes"), strerror(e));
             goto out;
         }
     }

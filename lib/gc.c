@@ -512,7 +512,8 @@ int hfs3_gc_remove(const hfs3_cache *c, const hfs3_gc_blob *b, int dry_run, int 
         if (fstat(bfd, &fst) == 0 && !S_ISREG(fst.st_mode))
             rc = hfs3_err(0, "%s/%s is not a regular file", c->p_blobs, b->sha);
         else if (fst.st_nlink != 1)
-            rc = hfs3_err(0, "%s/%s has %lu links", c->p_blobs, b->sha, (unsigned long)fst.st_nlink);
+            rc = hfs3_err(0, "%s/%s has %lu %s", c->p_blobs, b->sha, (unsigned long)fst.st_nlink,
+                          hfs3_plural(fst.st_nlink, "link", "links"));
         else
             rc = blob_good(bfd, b->sha, c->p_blobs);
         close(bfd);
@@ -673,8 +674,8 @@ static int room_once(const hfs3_cache *c, const char *sha, uint64_t size, uint64
         if (r == 0) {
             removed++;
             freed += b[i].size;
-            hfs3_debug("cache: removed %s (%" PRIu64 " bytes, last used %" PRId64 ") to make room", b[i].sha, b[i].size,
-                       b[i].last_use);
+            hfs3_debug("cache: removed %s (%" PRIu64 " %s, last used %" PRId64 ") to make room", b[i].sha, b[i].size,
+                       hfs3_plural(b[i].size, "byte", "bytes"), b[i].last_use);
         }
         if (need > avail)
             avail = fs_avail(c);

@@ -207,8 +207,8 @@ int jobs_hash_object(hfs3_s3 *c, const char *key, const char *if_match, uint64_t
     int rc = hfs3_s3_get_object(c, key, &g, stream_to_sha, &s);
     free(g.etag);
     if (rc == 0 && s.n != size)
-        rc = hfs3_err(-EIO, "%s: got %llu bytes, the listing said %llu", key, (unsigned long long)s.n,
-                      (unsigned long long)size);
+        rc = hfs3_err(-EIO, "%s: got %llu %s, the listing said %llu", key, (unsigned long long)s.n,
+                      hfs3_plural(s.n, "byte", "bytes"), (unsigned long long)size);
     if (rc == 0) {
         rc = jobs_chunker_finish(&s.k, out, chunks);
         jobs_progress_add(pr, s.unreported, 1);

@@ -1,6 +1,7 @@
 /* progress.c - the words of a progress display (include/hfs3/progress.h): a line fitted to a terminal's width,
  * a plain log line, and human units. Pure text: the caller draws it (helper/progress.c). */
 #include "hfs3/progress.h"
+#include "hfs3/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -145,9 +146,9 @@ size_t hfs3_progress_plain(const hfs3_progress_view *v, char *out, size_t len)
     char a[24], b[24], r[32], e[24], name[256];
     clean_name(v->file, name, sizeof name);
     eta_of(v, e, sizeof e);
-    int k = snprintf(out, len, "%s: %d%% of %s (%s), %zu/%zu files, %s, ETA %s%s%s", v->phase ? v->phase : "",
+    int k = snprintf(out, len, "%s: %d%% of %s (%s), %zu/%zu %s, %s, ETA %s%s%s", v->phase ? v->phase : "",
                      percent(v), hfs3_human_bytes(v->total, a, sizeof a), hfs3_human_bytes(v->done, b, sizeof b),
-                     v->files_done, v->files_total, v->rate > 0 ? hfs3_human_rate(v->rate, r, sizeof r) : "- B/s",
+                     v->files_done, v->files_total, hfs3_plural(v->files_total, "file", "files"), v->rate > 0 ? hfs3_human_rate(v->rate, r, sizeof r) : "- B/s",
                      e, name[0] ? ", " : "", name);
     if (k < 0)
         return 0;

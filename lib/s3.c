@@ -880,7 +880,7 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
             char why[512];
             snprintf(why, sizeof why, "%s", hfs3_errmsg());
             if (attempt >= attempts) {
-                rc = hfs3_err(x->proto_rc, "%s (after %d attempts)", why, attempt);
+                rc = hfs3_err(x->proto_rc, "%s (after %d %s)", why, attempt, hfs3_plural(attempt, "attempt", "attempts"));
                 break;
             }
             hfs3_warn("%s; retrying (attempt %d of %d)", why, attempt + 1, attempts);
@@ -920,9 +920,9 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
             if (q->sink && want != UINT64_MAX && x->next < want && strcmp(q->method, "HEAD")) {
                 if (attempt >= attempts) {
                     char eb[256];
-                    rc = hfs3_err(-EIO, "s3: %s %s: body ended at byte %llu of %llu (after %d attempts)%s", q->op,
+                    rc = hfs3_err(-EIO, "s3: %s %s: body ended at byte %llu of %llu (after %d %s)%s", q->op,
                                   q->what, (unsigned long long)x->next, (unsigned long long)want, attempt,
-                                  enc_note(x, eb, sizeof eb));
+                                  hfs3_plural(attempt, "attempt", "attempts"), enc_note(x, eb, sizeof eb));
                     break;
                 }
                 retry = 1;

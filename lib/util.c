@@ -553,3 +553,8 @@ double hfs3_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+const char *hfs3_plural(unsigned long long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}

@@ -52,15 +52,16 @@ static int check_listed(const hfs3_remote *r, const hfs3_entry *e, const char *k
     }
     if (e->type == HFS3_SYMLINK) {
         if (obj->size != strlen(e->target)) {
-            jobs_problem(problems, "%s: %s: link object %s has %llu bytes, target \"%s\" has %zu", r->spec, e->path,
-                         key, (unsigned long long)obj->size, e->target, strlen(e->target));
+            jobs_problem(problems, "%s: %s: link object %s has %llu %s, target \"%s\" has %zu", r->spec, e->path,
+                         key, (unsigned long long)obj->size, hfs3_plural(obj->size, "byte", "bytes"), e->target,
+                         strlen(e->target));
             return 1;
         }
         return 0;
     }
     if (obj->size != e->size) {
-        jobs_problem(problems, "%s: %s: key %s has %llu bytes, the manifest says %llu", r->spec, e->path, key,
-                     (unsigned long long)obj->size, (unsigned long long)e->size);
+        jobs_problem(problems, "%s: %s: key %s has %llu %s, the manifest says %llu", r->spec, e->path, key,
+                     (unsigned long long)obj->size, hfs3_plural(obj->size, "byte", "bytes"), (unsigned long long)e->size);
         return 1;
     }
     if (e->etag && obj->etag && strcmp(e->etag, obj->etag)) {

@@ -14,7 +14,7 @@ s3env_start "$WORK"
 trap 's3env_stop; [ -n "${DEMO_WORK:-}" ] || rm -rf "$WORK"' EXIT
 echo "S3 endpoint $S3_ENDPOINT, bucket 'models'; rclone remote 's3test:' set by RCLONE_CONFIG_S3TEST_* variables"
 
-step "2. a model folder like 'huggingface-cli download --local-dir' makes (2 safetensors shards, 64 MiB)"
+step "2. a model folder like 'hf download --local-dir' makes (2 safetensors shards, 64 MiB)"
 python3 scripts/gen_model.py flat "$WORK/qwen-demo" --shards 40,24 --seed 5
 (cd "$WORK/qwen-demo" && ls -l)
 

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PKGS=(build-essential pkg-config libcurl4-openssl-dev libssl-dev libcjson-dev libexpat1-dev
+          dpkg-dev   # `make wheel`: scripts/wheel-curl.sh unpacks Debian's curl source with dpkg-source
           cmake ninja-build   # `make wheel`, `pip install .`: scikit-build-core runs CMakeLists.txt with Ninja
           rclone python3 python3-boto3 nodejs npm openssl coreutils curl stunnel4
           ceph-mon ceph-osd radosgw   # Ceph's RADOS Gateway: the real S3 server of the RGW tests (scripts/rgwenv.sh)

@@ -2,7 +2,7 @@
 """gen_model.py - generate model folders shaped like Hugging Face downloads, for tests, the demo and benches.
 
   gen_model.py flat DIR [--shards MB,MB,...] [--seed N]
-      a `huggingface-cli download --local-dir` folder: config.json, tokenizer.json, generation_config.json,
+      a `hf download --local-dir` folder: config.json, tokenizer.json, generation_config.json,
       model-0000i-of-0000n.safetensors shards (valid safetensors files), model.safetensors.index.json, and the
       .cache/huggingface/download/*.metadata bookkeeping huggingface_hub writes.
   gen_model.py hf-cache DIR [--shards MB,...] [--seed N]

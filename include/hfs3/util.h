@@ -102,5 +102,8 @@ int hfs3_mkdirs(const char *path, int mode);
 int hfs3_ncpu(void);
 /* Monotonic seconds. */
 double hfs3_now(void);
+/* The noun that goes with the count n in a message: one when n is 1, else many ("0 files", "1 file",
+ * "2 repositories"). Every count the helper prints goes through it: printf("%zu %s", n, hfs3_plural(n, "file", "files")). */
+const char *hfs3_plural(unsigned long long n, const char *one, const char *many);
 
 #endif

@@ -107,7 +107,7 @@ cp "$WORK/orphan" "$HFS3_CACHE_DIR/blobs/$OR"; touch -d '2001-01-01' "$HFS3_CACH
 expect_exit 0 "gc --unreferenced --dry-run" "$HFS3_BIN" cache gc --unreferenced --dry-run
 grep -q "^would remove $OR 6 B, last use 2001-01-01T.*, unreferenced$" "$WORK/out" || { cat "$WORK/out"; fail "gc dry run"; }
 [ -e "$HFS3_CACHE_DIR/blobs/$OR" ] || fail "--dry-run removed"
-grep -q "^cache gc: would remove 1 files (6 B)" "$WORK/out" || { cat "$WORK/out"; fail "gc summary"; }
+grep -q "^cache gc: would remove 1 file (6 B)" "$WORK/out" || { cat "$WORK/out"; fail "gc summary"; }
 expect_exit 0 "gc --unreferenced" "$HFS3_BIN" cache gc --unreferenced --json
 [ "$(J "d['removed_files'], d['removed'][0]['sha256'] == '$OR'")" = "1 True" ] || { cat "$WORK/out"; fail "gc --json"; }
 [ ! -e "$HFS3_CACHE_DIR/blobs/$OR" ] || fail "orphan not removed"

@@ -3,7 +3,9 @@
 # (one line, the remote once), refused keys (which variable, profile or rclone remote; never the key), boolean
 # settings in the usual spellings (one warning for anything else), a cache that cannot be created, a remote of
 # another type than s3 (what works, and the way across), and fetch's
-# summary counting failed files (exit 1).
+# summary counting failed files (exit 1). Then the words of the counts (issue 46): with one file, one repository
+# and one unreferenced blob, every count agrees with its number (1 file, 1 repository, ...), and status says what
+# the cached files that no manifest names are.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
@@ -145,3 +147,45 @@ grep -qxF "hfs3-manifest fetch: s3test:models/m1: 1 of 4 files failed (each name
   { cat "$WORK/err"; fail "failure line: the next step is build"; }
 ok "fetch: the summary counts failed files, exit 1"
 echo "all ok"
+
+# counts in words: a model of one 1-byte file, a hub of one repository, one cached file no manifest names
+counts_bad() {  # "1 files" and the like, in any line of the files named
+  grep -E '(^|[^0-9.,/])1 (files|repositories|directories|symlinks|bytes|entries|problems|streams|names|links|attempts|connections|ranges|chunks)([^a-z]|$)' "$@"
+}
+mkdir -p "$WORK/one"; printf 'x' >"$WORK/one/only.txt"
+rclone copy "$WORK/one" s3test:models/one
+python3 "$HFS3_ROOT/scripts/gen_model.py" flat "$WORK/hub/models--org--a" --shards 0.1 --seed 46 >/dev/null
+rclone copy --links "$WORK/hub/models--org--a" s3test:models/hub1/models--org--a
+export HFS3_CACHE_DIR=$WORK/cache-words
+: >"$WORK/words"
+words() { local name=$1; shift; "$H" "$@" >"$WORK/w.out" 2>&1 || { cat "$WORK/w.out"; fail "$name"; }
+          sed "s|^|$name: |" "$WORK/w.out" >>"$WORK/words"; }
+words build build s3test:models/one
+words show show s3test:models/one
+words verify verify s3test:models/one
+words fetch fetch s3test:models/one
+words cache-verify cache verify
+words build-all build --all s3test:models/hub1
+words fetch-hub fetch s3test:models/hub1
+words du cache du
+words status status
+grep -q "^build: s3test:models/one (flat): 1 file, 0 directories, 0 symlinks, 1 byte; sha256 from 0 local files, 0 LFS names, 0 metadata, 1 S3 stream" "$WORK/words" &&
+  grep -q "^show: s3test:models/one (flat): 1 file, 0 directories, 0 symlinks" "$WORK/words" &&
+  grep -q "^verify: s3test:models/one: 1 entry checked" "$WORK/words" &&
+  grep -q "^fetch: s3test:models/one: 1 file, " "$WORK/words" &&
+  grep -q "^cache-verify: cache verify: 1 file checked (1 B): 1 good" "$WORK/words" &&
+  grep -q "^build-all: s3test:models/hub1: 1 repository: 1 built, 0 unchanged, 0 failed$" "$WORK/words" &&
+  grep -q "^fetch-hub: s3test:models/hub1: a hub: 1 repository fetched, 0 failed$" "$WORK/words" &&
+  grep -q "^du: .*a hub of 1 repository, 1 fetched" "$WORK/words" &&
+  grep -q "^status: $HFS3_CACHE_DIR: .*; every cached file belongs to a cached manifest$" "$WORK/words" ||
+  { cat "$WORK/words"; fail "the counts' words"; }
+# a cached file that no manifest names: status says what it is and what removes it; gc and cache verify count one
+printf 'orphan' >"$WORK/orphan"; orphan=$(sha256sum "$WORK/orphan" | cut -c1-64)
+cp "$WORK/orphan" "$HFS3_CACHE_DIR/blobs/$orphan"; touch -d '2001-01-01' "$HFS3_CACHE_DIR/blobs/$orphan"
+words status2 status
+words gc cache gc --unreferenced --dry-run
+grep -q "^status2: $HFS3_CACHE_DIR: .*; 1 cached file (6 B) that no cached manifest names: \`cache gc --unreferenced\` removes it$" "$WORK/words" &&
+  grep -q "^gc: cache gc: would remove 1 file (6 B)" "$WORK/words" || { cat "$WORK/words"; fail "an unreferenced file in words"; }
+rm -f "$HFS3_CACHE_DIR/blobs/$orphan"
+if counts_bad "$WORK/words"; then fail "a count that disagrees with its number (above)"; fi
+ok "counts in words: 1 file, 1 byte, 1 entry, 1 S3 stream, 1 repository, 1 cached file that no cached manifest names"

@@ -4,9 +4,19 @@
 # build/bin, or the installed one in PATH), never a bare LD_PRELOAD=libhfs3shim.so (ld.so ignores it without
 # `make install`), and that command, with the demo's bucket for remote:bucket and `ls` for `vllm serve`, lists the
 # model through the shim from another directory.
+# First (issue 46): README's first screen says how long `make demo` takes and what it installs, as scripts/deps.sh
+# does it, so that nobody stops it halfway.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
 source "$HFS3_ROOT/tests/e2e/lib.sh"
+screen=$(head -n 24 "$HFS3_ROOT/README.md")
+for want in '`make demo`' '[0-9]+ min [0-9]+ s' 'Debian packages' 'npm ci' 'requirements.txt' '`\.venv`' 'Let it finish'; do
+  grep -Eq -- "$want" <<<"$screen" || fail "README's first screen (24 lines) does not say '$want' about make demo"
+done
+grep -q 'apt-get install' "$HFS3_ROOT/scripts/deps.sh" && grep -q 'npm ci' "$HFS3_ROOT/scripts/deps.sh" &&
+  grep -q 'venv=\.venv' "$HFS3_ROOT/scripts/deps.sh" && grep -q 'pip" install .*-r requirements.txt' "$HFS3_ROOT/scripts/deps.sh" ||
+  fail "scripts/deps.sh no longer installs what README's first screen says (Debian packages, npm ci, requirements.txt into .venv)"
+ok "README's first screen: make demo's time and what it installs (Debian packages, npm ci, requirements.txt into .venv)"
 export S3_SERVER=node   # the demo's server: its bucket on disk is served again below (not repeated against RGW)
 [ -x "$HFS3_ROOT/${BUILD:-build}/bin/hfs3-manifest" ] || fail "no plain build (make all)"
 # as a user runs it: no hfs3 variables of the test run, a PATH without this build

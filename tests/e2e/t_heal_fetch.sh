@@ -126,7 +126,7 @@ export HFS3_CACHE_DIR=$WORK/c5
 start_proxy count 0
 expect_exit 0 "fetch after a kill, .part damaged (chunk digests)" "$HFS3_BIN" fetch count:models/m1
 check_blobs "resumed, chunks"
-grep -q 'model.safetensors: 1 of [0-9]* chunks kept from a killed fetch do not match their sha256; fetching them again' "$WORK/err" ||
+grep -q 'model.safetensors: 1 of [0-9]* chunks kept from a killed fetch does not match its sha256; fetching it again' "$WORK/err" ||
   { cat "$WORK/err"; fail "no chunk check on resume"; }
 got=$(got_bytes "$WORK/count.log" model.safetensors)
 [ "$got" -lt "$size" ] || fail "the resumed fetch downloaded the whole file ($got bytes)"

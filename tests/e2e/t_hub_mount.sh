@@ -224,7 +224,7 @@ unset HFS3_OFFLINE
 # fetch of the hub itself with --repo
 export HFS3_CACHE_DIR=$WORK/cache3
 "$HFS3_BIN" fetch --repo datasets--org--d s3test:models/hub >"$WORK/f2.out" 2>&1 || { cat "$WORK/f2.out"; fail "fetch --repo"; }
-grep -q "^s3test:models/hub: a hub: 1 repositories fetched, 0 failed$" "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo summary"; }
+grep -q "^s3test:models/hub: a hub: 1 repository fetched, 0 failed$" "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo summary"; }
 grep -q "^s3test:models/hub/datasets--org--d: " "$WORK/f2.out" || { cat "$WORK/f2.out"; fail "fetch --repo line"; }
 ok "fetch --repo NAME HUB fetches that repository"
 

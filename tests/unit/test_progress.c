@@ -67,6 +67,11 @@ static void plain(void)
     v.file = NULL;
     hfs3_progress_plain(&v, line, sizeof line);
     CHECK_EQ_STR(line, "fetch: 45% of 1.0 GiB (460.8 MiB), 2/8 files, - B/s, ETA --:--");
+    /* a model of one file: the noun agrees with the total (issue 46) */
+    v.files_done = 0;
+    v.files_total = 1;
+    hfs3_progress_plain(&v, line, sizeof line);
+    CHECK_EQ_STR(line, "fetch: 45% of 1.0 GiB (460.8 MiB), 0/1 file, - B/s, ETA --:--");
 }
 
 int main(void)

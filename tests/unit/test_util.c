@@ -197,8 +197,21 @@ static void hash_ranges(void)
     free(buf);
 }
 
+/* the noun that goes with a count in the helper's messages (issue 46: "a hub of 1 repositories") */
+static void plural(void)
+{
+    CHECK_EQ_STR(hfs3_plural(0, "file", "files"), "files");
+    CHECK_EQ_STR(hfs3_plural(1, "file", "files"), "file");
+    CHECK_EQ_STR(hfs3_plural(2, "repository", "repositories"), "repositories");
+    CHECK_EQ_STR(hfs3_plural(1, "repository", "repositories"), "repository");
+    CHECK_EQ_STR(hfs3_plural(11, "entry", "entries"), "entries");
+    CHECK_EQ_STR(hfs3_plural(1ULL << 32 | 1, "byte", "bytes"), "bytes");
+    CHECK_EQ_STR(hfs3_plural(UINT64_MAX, "byte", "bytes"), "bytes");
+}
+
 int main(void)
 {
+    TEST(plural);
     TEST(buf_cap);
     TEST(hex_sha);
     TEST(errors);
