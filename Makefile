@@ -52,7 +52,7 @@ SHIM_CFLAGS := -std=c11 -D_GNU_SOURCE -U_FILE_OFFSET_BITS -U_FORTIFY_SOURCE -fPI
 HELPER_LDFLAGS := -Wl,--export-dynamic-symbol=hfs3_helper_process
 SHIM_LDFLAGS := -shared -Wl,-z,nodelete -Wl,-z,now -nodefaultlibs -lc -Wl,--no-undefined
 
-.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate stress vllm-check install uninstall clean deps wheel FORCE
+.PHONY: all test unit e2e e2e-build stack demo bench fuzz fuzz-build mutate mutate-sample stress vllm-check install uninstall clean deps wheel FORCE
 all: $(BUILD)/libhfs3.a $(HELPER) $(if $(SHIM_SRC),$(SHIM))
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
@@ -203,6 +203,18 @@ fuzz: deps
 # MUTATE_ARGS: --only ID[,ID] (some mutations), --no-full, --keep, --readme CONTRIBUTING.md (write the table there).
 mutate:
 	@python3 tests/mutate/mutate.py $(MUTATE_ARGS)
+
+# A mutation score nobody chose: a seeded sample of universalmutator's mutants of the guard files (and with
+# SAMPLE_ARGS=--since REF, of the files changed since REF), each run against the tests that cover its file, a
+# survivor against the whole suite. Prints the score per file and each survivor. Not part of `make test`.
+# SAMPLE_ARGS: --seed N (printed; default 20261204), --per-file N (6), --jobs N, --no-full, --dry-run.
+# universalmutator lives in its own venv, .venv-mutate (requirements-mutate.txt, pinned whole).
+mutate-sample: deps
+	@if ! cmp -s requirements-mutate.txt .venv-mutate/.stamp 2>/dev/null; then \
+	  echo "mutate-sample: installing universalmutator (requirements-mutate.txt) into .venv-mutate"; \
+	  python3 -m venv .venv-mutate && .venv-mutate/bin/pip install -q --disable-pip-version-check \
+	    -r requirements-mutate.txt && cp requirements-mutate.txt .venv-mutate/.stamp; fi
+	@PATH="$(CURDIR)/.venv-mutate/bin:$$PATH" python3 tests/mutate/sample.py $(SAMPLE_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/man/man1 \
