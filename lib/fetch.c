@@ -38,7 +38,6 @@
  * pwrites instead of 65,536 (bench/: a third less system time) */
 #define WRITE_BUF (256u << 10)
 #define MIN_HINT (64u << 10)
-#define START_TRIES 6 /* tries to start a file's first worker (start_workers) */
 
 enum { CH_TODO = 0, CH_BUSY = 1, CH_DONE = 2 };
 
@@ -1152,29 +1151,29 @@ static int recheck_chunks(fetch_job *j)
     return bad;
 }
 
-/* Starts n workers (fewer when threads run short: those finish the file). None at all: EAGAIN is mostly the
- * previous file's workers, still finishing (the other lane starts this file once that one's last range has
- * started; up to 64 of them with no count asked for), or a host at its thread limit (ulimit -u, a container's
- * pids.max) for a moment: tried again with backoff, about two seconds in all, before the file fails. */
+/* Starts n workers (fewer when threads run short: those finish the file). None at all (a host at its thread
+ * limit: ulimit -u, a container's pids.max; or the previous file's workers, still finishing, hold every thread
+ * the user may have): the calling thread downloads the file itself, as its one worker (more join it when the
+ * tuner asks and threads can be made by then). A file never fails, nor waits a guessed time, for want of a
+ * thread: issue 41 item 7, where a wait of about two seconds was too short on a loaded machine. */
 static int start_workers(fetch_job *j, int n)
 {
-    for (int t = 1;; t++) {
-        pthread_mutex_lock(&j->mu);
-        j->closed = 0;
-        if (n > j->cap)
-            n = j->cap;
-        j->limit = n;
-        int e = grow_locked(j, n);
-        int none = n > 0 && j->nstarted == 0;
-        pthread_mutex_unlock(&j->mu);
-        if (!none)
-            return 0;
-        e = e ? e : EAGAIN;
-        if (e != EAGAIN || t >= START_TRIES)
-            return hfs3_err(-e, "pthread_create: %s", strerror(e));
-        hfs3_debug("%s: no thread for its download yet (%s); trying again", j->f->path, strerror(e));
-        fetch_backoff(t, 1000);
+    pthread_mutex_lock(&j->mu);
+    j->closed = 0;
+    if (n > j->cap)
+        n = j->cap;
+    j->limit = n;
+    int e = grow_locked(j, n);
+    int none = n > 0 && j->nstarted == 0;
+    if (none)
+        j->active++; /* this thread, as worker() expects of one started for it */
+    pthread_mutex_unlock(&j->mu);
+    if (none) {
+        hfs3_debug("%s: no thread for its download (pthread_create: %s); downloading it on this one", j->f->path,
+                   strerror(e ? e : EAGAIN));
+        (void)worker(j);
     }
+    return 0;
 }
 
 /* Waits for every worker; none starts another meanwhile. */
