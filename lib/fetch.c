@@ -574,25 +574,37 @@ static int chunk_write(void *ud, const void *data, size_t n)
     return stop ? -ECANCELED : 0;
 }
 
+/* One GET's answer to its throttles: its job, and whether its worker leaves. */
+typedef struct throttle_ctx {
+    fetch_job *j;
+    int left;
+} throttle_ctx;
+
 /* A throttled reply to one of j's GETs (s3.c asks before it backs off): AIMD (the count halves, ranges grow),
  * and with a tuned count a worker beyond the new count gives up its range to the others and leaves (1) rather
- * than wait. The last worker, or a count the user set, waits and tries again (0). */
+ * than wait: counted out of the active ones at once, so that workers throttled together never all leave. The
+ * last worker, or a count the user set, waits and tries again (0). */
 static int on_throttle(void *ud)
 {
-    fetch_job *j = ud;
+    throttle_ctx *t = ud;
+    fetch_job *j = t->j;
     int level = tune_throttled();
     if (!j->tuned)
         return 0;
     pthread_mutex_lock(&j->mu);
     j->limit = level < j->cap ? level : j->cap;
-    int leave = !j->err && j->active > 1 && j->active > j->limit;
+    /* (j->limit is at least 1: the last worker never leaves) */
+    int leave = !j->err && j->active > j->limit;
+    if (leave)
+        j->active--;
     pthread_mutex_unlock(&j->mu);
+    t->left = leave;
     return leave;
 }
 
 /* Fetches chunks [i, i + k) into the .part with one GET, landing each as it arrives (with chunk digests,
  * checked: -EBADMSG at a mismatch). *at: the first chunk not landed (i + k when all were). *throttled: the GET
- * was given up at a throttled reply (on_throttle). */
+ * was given up at a throttled reply and its worker counted out (on_throttle). */
 static int fetch_span(fetch_job *j, hfs3_s3 *s3, uint32_t i, uint32_t k, char *wbuf, char got[65], int *hand_on,
                       int *landed_all, uint32_t *at, int *throttled)
 {
@@ -602,6 +614,7 @@ static int fetch_span(fetch_job *j, hfs3_s3 *s3, uint32_t i, uint32_t k, char *w
     chunk_sink s = {.j = j, .off = off, .end = off + len, .wbuf = wbuf, .ci = i, .last = i + k,
                     .cend = range_end(j, i), .digests = digests, .got = got, .hand_on = hand_on,
                     .landed_all = landed_all};
+    throttle_ctx tc = {j, 0};
     *at = i;
     *throttled = 0;
     if (digests && !(s.h = hfs3_sha256_new()))
@@ -612,10 +625,10 @@ static int fetch_span(fetch_job *j, hfs3_s3 *s3, uint32_t i, uint32_t k, char *w
     g.length = len;
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
     g.on_throttle = on_throttle;
-    g.on_throttle_ud = j;
+    g.on_throttle_ud = &tc;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
     *at = s.ci;
-    *throttled = rc < 0 && g.throttled && hfs3_s3_is_throttle(g.status, NULL);
+    *throttled = rc < 0 && tc.left;
     free(g.etag);
     if (s.h)
         hfs3_sha256_free(s.h);
@@ -710,24 +723,19 @@ static int follow_tune_locked(fetch_job *j)
     return want > was;
 }
 
-/* A GET of chunks [at, end) was throttled and given up (on_throttle: this worker is beyond the halved count):
- * its chunks go back to the others and this worker leaves. 1 when it left; 0: the last one (or the file already
- * failed), whose error stands. */
-static int throttled_leave(fetch_job *j, uint32_t at, uint32_t end)
+/* A GET of chunks [at, end) was throttled and given up (on_throttle counted this worker out: it is beyond the
+ * halved count, and another runs): its chunks go back to the others, and this worker leaves. */
+static void throttled_leave(fetch_job *j, uint32_t at, uint32_t end)
 {
     pthread_mutex_lock(&j->mu);
-    int leave = !j->err && j->active > 1;
-    if (leave) {
-        for (uint32_t c = at; c < end; c++)
-            if (j->state[c] == CH_BUSY)
-                j->state[c] = CH_TODO;
-        if (j->next > at)
-            j->next = at;
-        j->active--;
-        hfs3_warn("%s: %s: %s; going on with %d connections", j->r->spec, j->f->path, hfs3_errmsg(), j->limit);
-    }
+    for (uint32_t c = at; c < end; c++)
+        if (j->state[c] == CH_BUSY)
+            j->state[c] = CH_TODO;
+    if (j->next > at)
+        j->next = at;
+    hfs3_warn("%s: %s: %s; going on with %d connections", j->r->spec, j->f->path, hfs3_errmsg(), j->limit);
     pthread_mutex_unlock(&j->mu);
-    return leave;
+    conn_wake(); /* the others may now take more */
 }
 
 /* A worker's connection or range failed: the job's error (unless it was only stopped by another's), and one
@@ -787,8 +795,10 @@ static void *worker(void *arg)
         uint32_t at;
         int throttled;
         rc = fetch_chunk_healing(j, s3, i, k, wbuf, &hand_on, &landed_all, &at, &throttled);
-        if (rc < 0 && throttled && j->tuned && throttled_leave(j, at, i + k))
+        if (rc < 0 && throttled) {
+            throttled_leave(j, at, i + k);
             break;
+        }
         if (rc < 0) {
             worker_fail(j, rc);
             broken = 1;
