@@ -13,6 +13,9 @@ ranks = sorted((json.load(open(os.path.join(res, f))) for f in os.listdir(res)
 peers = sorted((json.load(open(os.path.join(res, f))) for f in os.listdir(res)
                 if f.startswith("peers-") and f.endswith(".json")),
                key=lambda p: (p["server"] != "nginx", p["gib"]))
+# the fleet tables (bench_fleet.py), by node count
+fleets = sorted((json.load(open(os.path.join(res, f))) for f in os.listdir(res)
+                 if f.startswith("fleet-") and f.endswith(".json")), key=lambda p: p["nodes"])
 L = []
 L.append("# hfs3 benchmark results (`make bench`)\n")
 L.append(f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, kernel {platform.release()}. "
@@ -181,6 +184,21 @@ for name, title in [("shim.txt", "The shim outside its mounts"), ("node.txt", "A
     if os.path.exists(p):
         L.append(f"## {title}\n\n```\n{open(p).read().strip()}\n```\n")
 L.append(f"![wall and CPU seconds per GiB per tool]({os.path.basename(out_png)})\n")
+if fleets:
+    L.append("\n## A fleet at once (`make bench BENCH_ONLY=fleet`, bench_fleet.py)\n")
+    L.append("N nodes (separate processes, caches and credentials files) start together and cold-load one model "
+             "through the shim against one origin (the Node server) behind a proxy acting as S3 under load: a "
+             "request rate per prefix, 503 SlowDown beyond it; a bandwidth cap per connection and in total. Floor: "
+             "max(origin bytes / bandwidth, origin requests / rate). No cache tier in between.\n")
+    L.append("| nodes | model | rate limit | bandwidth (total / a connection) | last node has the model | floor "
+             "(bytes; requests) | x floor | origin requests | origin bytes (x model per node) | 503 SlowDown | failed nodes |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for f in fleets:
+        L.append(f"| {f['nodes']} | {f['model_bytes'] / 2**20:.1f} MiB, {f['files']} files | {f['rate']:g}/s a prefix | "
+                 f"{f['bw'] / 2**20:.0f} / {f['conn_bw'] / 2**20:.0f} MiB/s | {f['wall']:.1f} s | {f['floor']:.1f} s "
+                 f"({f['floor_bytes']:.1f}; {f['floor_requests']:.1f}) | {f['wall'] / f['floor']:.2f}x | {f['served']} | "
+                 f"{f['origin_bytes'] / 2**20:.0f} MiB ({f['origin_bytes'] / f['model_bytes'] / f['nodes']:.2f}x) | "
+                 f"{f['refused']} | {f['failed']} |")
 open(out_md, "w").write("\n".join(L))
 
 dat = os.path.join(res, "chart.dat")

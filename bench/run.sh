@@ -14,6 +14,10 @@
 #     BENCH_ONLY=s3torch     the S3 connector for PyTorch, then safetensors.torch.load (RGW)
 #     BENCH_ONLY=base        the rows of issue 20: Run:ai Model Streamer, boto3, awscli, rclone copy
 #     BENCH_ONLY=ranks       the eight-rank table alone (bench_ranks.py: 8 processes, safe_open + get_slice)
+#     BENCH_ONLY=fleet       the fleet table alone (bench_fleet.py, issue 45: BENCH_FLEET_NODES=16 nodes cold-load
+#                            one small model at once through a proxy acting as S3 under load: a request rate per
+#                            prefix with 503 SlowDown beyond it, a bandwidth cap per connection and in total); only
+#                            with BENCH_ONLY=fleet (the other runs keep the last fleet table)
 #   (BENCH_PEER_ROWS takes the same names, comma-separated, for bench_peers.sh.)
 #   Writes bench/results/latest.md and bench/results/latest.png (bench/report.py), and keeps what they were made
 #   from in bench/results/raw/ (`python3 bench/report.py bench/results/raw OUT.md OUT.png` makes them again).
@@ -26,6 +30,7 @@ source scripts/s3env.sh
 s3env_start "$WORK"
 trap 's3env_stop; mkdir -p bench/results/raw; ! ls "$WORK"/results/peers-*.json >/dev/null 2>&1 || rm -f bench/results/raw/peers-*
   ! ls "$WORK"/results/ranks-*.json >/dev/null 2>&1 || rm -f bench/results/raw/ranks-*
+  ! ls "$WORK"/results/fleet-*.json >/dev/null 2>&1 || rm -f bench/results/raw/fleet-*
   cp "$WORK"/results/*.json "$WORK"/results/*.txt bench/results/raw/ 2>/dev/null; rm -rf "$WORK"' EXIT
 gib=${BENCH_GIB:-1}
 mb=$(python3 -c "print(int($gib * 1024 / 4))")
@@ -35,7 +40,8 @@ case "$only" in
   ""|nopeers) ;;
   peers) export BENCH_PEER_ROWS=all ;;
   fuse|tensorizer|s3torch|base|ranks) export BENCH_PEER_ROWS=$only ;;
-  *) echo "bench: BENCH_ONLY=$only is none of peers, nopeers, fuse, tensorizer, s3torch, base, ranks: see bench/run.sh" >&2
+  fleet) ;;
+  *) echo "bench: BENCH_ONLY=$only is none of peers, nopeers, fuse, tensorizer, s3torch, base, ranks, fleet: see bench/run.sh" >&2
      exit 2 ;;
 esac
 if [ -n "$only" ] && [ "$only" != nopeers ]; then
@@ -43,6 +49,7 @@ if [ -n "$only" ] && [ "$only" != nopeers ]; then
   cp bench/results/raw/*.json bench/results/raw/*.txt "$WORK/results/" 2>/dev/null || true
   case "$only" in
     ranks) rm -f "$WORK"/results/ranks-* ;;
+    fleet) rm -f "$WORK"/results/fleet-* ;;
     peers) rm -f "$WORK"/results/peers-* "$WORK"/results/ranks-* ;;
     *) rm -f "$WORK"/results/peers-* ;;
   esac
@@ -57,7 +64,10 @@ else
   WORK=$WORK HFS3_ROOT=$ROOT BENCH_ROUNDS=${BENCH_NODE_ROUNDS:-2} bash bench/bench_fetch.sh | tee "$WORK/results/node.txt"
   WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_shim_overhead.sh | tee "$WORK/results/shim.txt"
 fi
-if [ "$only" = nopeers ]; then
+if [ "$only" = fleet ]; then
+  WORK=$WORK HFS3_ROOT=$ROOT python3 bench/bench_fleet.py "$WORK/results/fleet-${BENCH_FLEET_NODES:-16}.json" |
+    tee "$WORK/results/fleet-${BENCH_FLEET_NODES:-16}.txt"
+elif [ "$only" = nopeers ]; then
   cp bench/results/raw/peers-* bench/results/raw/ranks-* "$WORK/results/" 2>/dev/null || true
 else
   WORK=$WORK HFS3_ROOT=$ROOT bash bench/bench_peers.sh

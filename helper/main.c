@@ -40,6 +40,7 @@ static const struct {
     {"HFS3_CONNECTIONS", "h", "ranged GETs per file, 1-64 (default auto: from 2, doubled while it helps)"},
     {"HFS3_VERIFY_FOREIGN", "hs", "1: re-hash blobs other users wrote into a shared cache"},
     {"HFS3_RETRIES", "h", "retries of one HTTP request, with backoff (default 5; 0: none)"},
+    {"HFS3_THROTTLE_BUDGET", "h", "seconds a request retries 503 SlowDown, 429 (default 600; 0: a retry)"},
     {"HFS3_LOW_SPEED_TIME", "h", "seconds under the low-speed limit before a transfer resumes (default 30)"},
     {"HFS3_LOW_SPEED_LIMIT", "h", "bytes/s under which a transfer counts as stalled (default 1)"},
     {"HFS3_S3_ADDRESSING", "h", "path, virtual or auto (default auto)"},

@@ -38,7 +38,6 @@
  * pwrites instead of 65,536 (bench/: a third less system time) */
 #define WRITE_BUF (256u << 10)
 #define MIN_HINT (64u << 10)
-#define START_TRIES 6 /* tries to start a file's first worker (start_workers) */
 
 enum { CH_TODO = 0, CH_BUSY = 1, CH_DONE = 2 };
 
@@ -74,8 +73,19 @@ static int tune_settle(hfs3_fetch_tune *t, int level, double now)
 
 int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
 {
+    if (t->settled && t->refused) {
+        /* AIMD's additive increase: one more connection per quiet HFS3_FETCH_AIMD_GROW_MS */
+        if (t->level < t->peak && (now - t->grown_at) * 1000 >= HFS3_FETCH_AIMD_GROW_MS &&
+            (now - t->throttled_at) * 1000 >= HFS3_FETCH_AIMD_GROW_MS) {
+            t->grown_at = now;
+            hfs3_debug("connections per file: %d -> %d (no throttle for %d s)", t->level, t->level + 1,
+                       HFS3_FETCH_AIMD_GROW_MS / 1000);
+            t->level++;
+        }
+        return t->level;
+    }
     if (t->settled) {
-        if (t->refused || t->level >= t->max || (now - t->settled_at) * 1000 < HFS3_FETCH_TUNE_REPROBE_MS)
+        if (t->level >= t->max || (now - t->settled_at) * 1000 < HFS3_FETCH_TUNE_REPROBE_MS)
             return t->level;
         /* a while at this count: one doubling again, judged against a fresh window at this count */
         hfs3_debug("connections per file: %d, measuring again", t->level);
@@ -95,6 +105,8 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
     if (secs * 1000 < HFS3_FETCH_TUNE_WINDOW_MS || got < (uint64_t)t->level * HFS3_FETCH_TUNE_BYTES)
         return t->level;
     double rate = (double)got / secs;
+    t->rate = rate;
+    t->rate_level = t->level;
     if (t->prev_rate > 0 && rate < t->prev_rate * HFS3_FETCH_TUNE_GAIN) {
         hfs3_debug("connections per file: %d (%.0f MB/s; %d gave %.0f MB/s)", t->prev_level, t->prev_rate / 1e6,
                    t->level, rate / 1e6);
@@ -113,16 +125,36 @@ int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now)
     return t->level;
 }
 
-int hfs3_fetch_tune_refused(hfs3_fetch_tune *t)
+int hfs3_fetch_tune_throttled(hfs3_fetch_tune *t, double now)
 {
-    t->refused = 1;
-    if (!t->settled) {
-        if (t->prev_level > 0)
-            t->level = t->prev_level;
-        t->settled = 1;
-        hfs3_debug("connections per file: %d (the server refused one more)", t->level);
-    }
+    if (t->refused && (now - t->throttled_at) * 1000 < HFS3_FETCH_AIMD_HOLD_MS)
+        return t->level; /* the same burst */
+    if (!t->refused)
+        t->peak = t->level;
+    int was = t->level;
+    t->level = t->level / 2 > 1 ? t->level / 2 : 1;
+    t->refused = t->settled = 1;
+    t->settled_at = t->throttled_at = t->grown_at = now;
+    hfs3_debug("connections per file: %d -> %d (throttled: the server asked to slow down)", was, t->level);
     return t->level;
+}
+
+uint32_t hfs3_fetch_span(uint64_t chunk, uint32_t left, int conns, double conn_rate, uint64_t floor)
+{
+    if (!chunk || left <= 1)
+        return 1;
+    if (conns < 1)
+        conns = 1;
+    double want = conn_rate > 0 ? conn_rate * HFS3_FETCH_SPAN_SECS : 0;
+    if (want < (double)floor)
+        want = (double)floor;
+    if (want > HFS3_FETCH_SPAN_MAX)
+        want = HFS3_FETCH_SPAN_MAX;
+    uint64_t k = (uint64_t)(want / (double)chunk);
+    uint64_t round = left / (uint32_t)conns; /* each connection still gets a range */
+    if (k > round)
+        k = round;
+    return k < 1 ? 1 : (uint32_t)k;
 }
 
 /* This process's tuner (one remote per process in practice: fetch, _get, _prefetch), and every byte it has
@@ -142,12 +174,35 @@ static int tune_now(void)
     return level;
 }
 
-static int tune_refused(void)
+/* The smallest range after throttling (0: none yet): doubles at each halving of the count, from
+ * HFS3_FETCH_CHUNK up to HFS3_FETCH_SPAN_MAX: when requests are the limit, fewer and larger ones. */
+static uint64_t span_floor;
+
+/* A throttled reply: AIMD's halving (a tuned count), and larger ranges from now on. The level to use. */
+static int tune_throttled(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     pthread_mutex_lock(&tune_mu);
-    int level = hfs3_fetch_tune_refused(&tune);
+    int halvings = tune.refused ? 0 : 1;
+    double at = tune.throttled_at;
+    int level = hfs3_fetch_tune_throttled(&tune, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+    if (halvings || tune.throttled_at != at) {
+        uint64_t f = span_floor ? span_floor * 2 : HFS3_FETCH_CHUNK;
+        span_floor = f > HFS3_FETCH_SPAN_MAX ? HFS3_FETCH_SPAN_MAX : f;
+    }
     pthread_mutex_unlock(&tune_mu);
     return level;
+}
+
+/* Chunks for a job's next GET (its mu held; tune_mu taken inside it, as follow_tune_locked does) */
+static uint32_t span_of(uint64_t chunk, uint32_t left, int conns, int tuned)
+{
+    pthread_mutex_lock(&tune_mu);
+    double rate = tune.rate_level > 0 ? tune.rate / tune.rate_level : 0;
+    uint64_t floor = span_floor;
+    pthread_mutex_unlock(&tune_mu);
+    return hfs3_fetch_span(chunk, left, conns, tuned ? rate : 0, floor);
 }
 
 void hfs3_fetch_plan(uint64_t size, int conns, uint64_t chunk_hint, uint64_t *chunk, uint32_t *nchunks,
@@ -256,10 +311,15 @@ typedef struct fetch_job {
 
 typedef struct chunk_sink {
     fetch_job *j;
-    uint64_t off, end;
-    hfs3_sha256_ctx *h;   /* the chunk's digest as it arrives (chunk digests only) */
+    uint64_t off, end;    /* the next byte, and the end of the span (its last chunk's end) */
+    hfs3_sha256_ctx *h;   /* the current chunk's digest as it arrives (chunk digests only) */
     char *wbuf;           /* the worker's write buffer (NULL: each piece is written as it comes) */
     size_t wlen;          /* bytes in wbuf, which belong at off - wlen */
+    uint32_t ci, last;    /* the chunk arriving now, and one past the span's last */
+    uint64_t cend;        /* where chunk ci ends */
+    int digests;          /* each chunk checked against its digest as it arrives */
+    char *got;            /* a mismatching chunk's digest goes here (65 bytes) */
+    int *hand_on, *landed_all; /* the worker's: set by chunk_landed */
 } chunk_sink;
 
 /* 1 when the file has chunk digests and this job's ranges are those chunks. */
@@ -407,6 +467,67 @@ static int sink_flush(chunk_sink *s)
     return rc;
 }
 
+static int follow_tune_locked(fetch_job *j);
+
+/* Chunk i is in the .part (flushed from the worker's buffer; with digests, checked): recorded in the resume
+ * sidecar and as done, the hasher woken, and (a tuned count) the workers follow the tuner. Sets *hand_on when
+ * it was the last (the next file may start) and *landed_all. */
+static void chunk_landed(fetch_job *j, uint32_t i, int *hand_on, int *landed_all)
+{
+    char line[16];
+    int ln = snprintf(line, sizeof line, "%u\n", i);
+    pthread_mutex_lock(&j->mu);
+    /* a lost line only costs a re-download of that chunk on resume */
+    if (j->done_fd >= 0 && write(j->done_fd, line, (size_t)ln) != ln)
+        hfs3_debug("%s: resume sidecar write failed", j->f->path);
+    j->state[i] = CH_DONE;
+    int all = ++j->ndone == j->nchunks;
+    pthread_cond_broadcast(&j->cv);
+    int grew = j->tuned && !all && follow_tune_locked(j);
+    *hand_on |= all && !j->handed_on;
+    j->handed_on |= all;
+    *landed_all |= all;
+    pthread_mutex_unlock(&j->mu);
+    if (grew)
+        conn_wake();
+}
+
+/* The sink reached the end of chunk s->ci: flushed, checked (digests), landed; the next chunk of the span
+ * begins. -EBADMSG: its digest does not match (s->got holds it). */
+static int chunk_end_sink(chunk_sink *s)
+{
+    fetch_job *j = s->j;
+    int rc = sink_flush(s);
+    if (rc < 0)
+        return rc;
+    uint64_t off = (uint64_t)s->ci * j->chunk;
+    if (s->h) {
+        unsigned char md[32];
+        char hex[65];
+        hfs3_sha256_final(s->h, md);
+        hfs3_sha256_free(s->h);
+        s->h = NULL;
+        hfs3_hex(md, 32, hex);
+        if (s->got)
+            memcpy(s->got, hex, 65);
+        if (memcmp(hex, j->f->chunks + (size_t)s->ci * 64, 64) != 0)
+            return hfs3_err(-EBADMSG, "chunk %u (bytes %" PRIu64 "-%" PRIu64 ") sha256 mismatch: expected %.64s got %s",
+                            s->ci, off, s->cend - 1, j->f->chunks + (size_t)s->ci * 64, hex);
+    }
+    if (j->sync)
+        /* start writing the range to disk now, so that the fsync before the install waits for the last ranges
+         * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
+        sync_file_range(j->fd, (off64_t)off, (off64_t)(s->cend - off), SYNC_FILE_RANGE_WRITE);
+    chunk_landed(j, s->ci, s->hand_on, s->landed_all);
+    s->ci++;
+    if (s->ci < s->last) {
+        s->cend = range_end(j, s->ci);
+        if (s->digests && !(s->h = hfs3_sha256_new()))
+            return hfs3_err(-ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 static int chunk_write(void *ud, const void *data, size_t n)
 {
     chunk_sink *s = ud;
@@ -417,58 +538,101 @@ static int chunk_write(void *ud, const void *data, size_t n)
             return hfs3_err(-EIO, "server sent more bytes than the manifest's size (%" PRIu64 " %s)",
                             j->f->size, hfs3_plural(j->f->size, "byte", "bytes"));
         return hfs3_err(-EIO, "server sent more bytes than requested (range %" PRIu64 "-%" PRIu64 ")",
-                        s->end - j->chunk, s->end - 1);
+                        (uint64_t)s->ci * j->chunk, s->end - 1);
     }
-    if (s->h)
-        hfs3_sha256_update(s->h, data, n);
-    int rc;
-    if (s->wbuf && s->wlen + n > WRITE_BUF && (rc = sink_flush(s)) < 0)
-        return rc;
-    if (s->wbuf && n <= WRITE_BUF) {
-        memcpy(s->wbuf + s->wlen, data, n);
-        s->wlen += n;
-    } else if ((rc = write_at(j, data, n, s->off)) < 0) {
-        return rc;
+    const char *p = data;
+    size_t total = n;
+    while (n) {
+        /* a GET of several chunks: each chunk checked and landed as its last byte arrives */
+        size_t take = s->cend - s->off < n ? (size_t)(s->cend - s->off) : n;
+        if (s->h)
+            hfs3_sha256_update(s->h, p, take);
+        int rc;
+        if (s->wbuf && s->wlen + take > WRITE_BUF && (rc = sink_flush(s)) < 0)
+            return rc;
+        if (s->wbuf && take <= WRITE_BUF) {
+            memcpy(s->wbuf + s->wlen, p, take);
+            s->wlen += take;
+        } else if ((rc = write_at(j, p, take, s->off)) < 0) {
+            return rc;
+        }
+        s->off += take;
+        p += take;
+        n -= take;
+        if (s->off == s->cend && (rc = chunk_end_sink(s)) < 0)
+            return rc;
     }
-    s->off += n;
     if (j->tuned)
-        __atomic_add_fetch(&tune_bytes, n, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tune_bytes, total, __ATOMIC_RELAXED);
     pthread_mutex_lock(&j->mu);
-    j->fetched += n;
+    j->fetched += total;
     if (j->o->progress)
-        j->o->progress(j->o->progress_ud, n);
+        j->o->progress(j->o->progress_ud, total);
     int stop = j->err;
     pthread_mutex_unlock(&j->mu);
     /* another range failed: stop this one too rather than finish a download that will be thrown away */
     return stop ? -ECANCELED : 0;
 }
 
-/* Fetches range i into the .part; with chunk digests, checks it as it arrives (-EBADMSG: mismatch). */
-static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char got[65], int *status)
+/* One GET's answer to its throttles: its job, and whether its worker leaves. */
+typedef struct throttle_ctx {
+    fetch_job *j;
+    int left;
+} throttle_ctx;
+
+/* A throttled reply to one of j's GETs (s3.c asks before it backs off): AIMD (the count halves, ranges grow),
+ * and with a tuned count a worker beyond the new count gives up its range to the others and leaves (1) rather
+ * than wait: counted out of the active ones at once, so that workers throttled together never all leave. The
+ * last worker, or a count the user set, waits and tries again (0). */
+static int on_throttle(void *ud)
+{
+    throttle_ctx *t = ud;
+    fetch_job *j = t->j;
+    int level = tune_throttled();
+    if (!j->tuned)
+        return 0;
+    pthread_mutex_lock(&j->mu);
+    j->limit = level < j->cap ? level : j->cap;
+    /* (j->limit is at least 1: the last worker never leaves) */
+    int leave = !j->err && j->active > j->limit;
+    if (leave)
+        j->active--;
+    pthread_mutex_unlock(&j->mu);
+    t->left = leave;
+    return leave;
+}
+
+/* Fetches chunks [i, i + k) into the .part with one GET, landing each as it arrives (with chunk digests,
+ * checked: -EBADMSG at a mismatch). *at: the first chunk not landed (i + k when all were). *throttled: the GET
+ * was given up at a throttled reply and its worker counted out (on_throttle). */
+static int fetch_span(fetch_job *j, hfs3_s3 *s3, uint32_t i, uint32_t k, char *wbuf, char got[65], int *hand_on,
+                      int *landed_all, uint32_t *at, int *throttled)
 {
     uint64_t off = (uint64_t)i * j->chunk;
-    uint64_t len = range_end(j, i) - off;
-    chunk_sink s = {j, off, off + len, NULL, wbuf, 0};
-    if (has_digests(j) && j->instream && !(s.h = hfs3_sha256_new()))
+    uint64_t len = range_end(j, i + k - 1) - off;
+    int digests = has_digests(j) && j->instream;
+    chunk_sink s = {.j = j, .off = off, .end = off + len, .wbuf = wbuf, .ci = i, .last = i + k,
+                    .cend = range_end(j, i), .digests = digests, .got = got, .hand_on = hand_on,
+                    .landed_all = landed_all};
+    throttle_ctx tc = {j, 0};
+    *at = i;
+    *throttled = 0;
+    if (digests && !(s.h = hfs3_sha256_new()))
         return hfs3_err(-ENOMEM, "out of memory");
     hfs3_s3_get g = {0};
     g.ranged = j->nchunks > 1;
     g.offset = off;
     g.length = len;
     g.if_match = j->f->etag && *j->f->etag ? j->f->etag : NULL;
+    g.on_throttle = on_throttle;
+    g.on_throttle_ud = &tc;
     int rc = hfs3_s3_get_object(s3, j->f->key, &g, chunk_write, &s);
-    *status = g.status;
+    *at = s.ci;
+    *throttled = rc < 0 && tc.left;
     free(g.etag);
-    if (rc == 0 && (rc = sink_flush(&s)) == 0 && j->sync)
-        /* start writing the range to disk now, so that the fsync before the install waits for the last ranges
-         * only (bench/: the fsyncs had been a third of a cold fetch's wall time); a hint, errors do not matter */
-        sync_file_range(j->fd, (off64_t)off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
-    unsigned char md[32];
-    if (s.h) {
-        hfs3_sha256_final(s.h, md);
+    if (s.h)
         hfs3_sha256_free(s.h);
-    }
-    if (rc == -ECANCELED)
+    if (rc == -ECANCELED || rc == -EBADMSG)
         return rc;
     if (rc == -ESTALE && g.if_match) {
         char why[512];
@@ -484,29 +648,37 @@ static int fetch_chunk(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, char g
         return hfs3_err(-EIO, "object is shorter than the manifest's %" PRIu64 " %s (range at %" PRIu64
                         " ended after %" PRIu64 " of %" PRIu64 " %s)", j->f->size, hfs3_plural(j->f->size, "byte",
                         "bytes"), off, s.off - off, len, hfs3_plural(len, "byte", "bytes"));
-    if (s.h) {
-        char hex[65];
-        hfs3_hex(md, 32, hex);
-        memcpy(got, hex, 65);
-        if (memcmp(hex, j->f->chunks + (size_t)i * 64, 64) != 0)
-            return hfs3_err(-EBADMSG, "chunk %u (bytes %" PRIu64 "-%" PRIu64 ") sha256 mismatch: expected %.64s got %s",
-                            i, off, off + len - 1, j->f->chunks + (size_t)i * 64, hex);
-    }
     return 0;
 }
 
-/* fetch_chunk with the chunk-digest healing: a damaged chunk is fetched again, bounded, with backoff. *status:
- * the HTTP status of the last reply (0: none). */
-static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, char *wbuf, int *status)
+/* Chunks [from, to) that a worker had taken and did not land go back to the others (j->mu not held). */
+static void give_back(fetch_job *j, uint32_t from, uint32_t to)
+{
+    pthread_mutex_lock(&j->mu);
+    for (uint32_t c = from; c < to; c++)
+        if (j->state[c] == CH_BUSY)
+            j->state[c] = CH_TODO;
+    if (from < to && j->next > from)
+        j->next = from;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* fetch_span with the chunk-digest healing: a damaged chunk is fetched again alone, bounded, with backoff (the
+ * span's chunks after it go back to the others). *at, *throttled: as fetch_span's, for the last GET. */
+static int fetch_chunk_healing(fetch_job *j, hfs3_s3 *s3, uint32_t i, uint32_t k, char *wbuf, int *hand_on,
+                               int *landed_all, uint32_t *at, int *throttled)
 {
     /* no early stop on the same wrong digest twice here: a fault that damages the same byte of every
      * second reply gives equal wrong chunks, and still heals on the next try */
     char got[65] = "";
     /* after a whole-file mismatch this chunk's first try was the damaged one (recheck_chunks said so) */
     for (int t = j->rechecked ? 2 : 1;; t++) {
-        int rc = fetch_chunk(j, s3, i, wbuf, got, status);
+        int rc = fetch_span(j, s3, i, k, wbuf, got, hand_on, landed_all, at, throttled);
         if (rc != -EBADMSG || t >= HFS3_FETCH_CHUNK_TRIES)
             return rc;
+        give_back(j, *at + 1, i + k);
+        i = *at;
+        k = 1;
         hfs3_warn("%s: %s: %s; fetching that chunk again (try %d of %d)", j->r->spec, j->f->path, hfs3_errmsg(),
                   t + 1, HFS3_FETCH_CHUNK_TRIES);
         pthread_mutex_lock(&j->mu);
@@ -551,27 +723,20 @@ static int follow_tune_locked(fetch_job *j)
     return want > was;
 }
 
-/* The server kept refusing range i with 503 through every retry (SlowDown: one connection too many for it). With
- * no count asked for, that connection was the tuner's idea, not the user's: while another worker runs, the range
- * goes back to the others, this worker leaves, and neither this file nor the tuner asks for as many again. 1 when
- * it left; 0: the last one (or the file already failed), whose error stands. */
-static int refused_leave(fetch_job *j, uint32_t i)
+/* A GET of chunks [at, end) was throttled and given up (on_throttle counted this worker out: it is beyond the
+ * halved count, and another runs): its chunks go back to the others, and this worker leaves. */
+static void throttled_leave(fetch_job *j, uint32_t at, uint32_t end)
 {
     pthread_mutex_lock(&j->mu);
-    int leave = !j->err && j->active > 1;
-    if (leave) {
-        j->state[i] = CH_TODO;
-        if (j->next > i)
-            j->next = i;
-        j->active--;
-        j->cap = j->active;
-        int level = tune_refused();
-        j->limit = level < j->cap ? level : j->cap;
-        hfs3_warn("%s: %s: %s; going on with %d %s", j->r->spec, j->f->path, hfs3_errmsg(), j->limit,
+    for (uint32_t c = at; c < end; c++)
+        if (j->state[c] == CH_BUSY)
+            j->state[c] = CH_TODO;
+    if (j->next > at)
+        j->next = at;
+    hfs3_warn("%s: %s: %s; going on with %d %s", j->r->spec, j->f->path, hfs3_errmsg(), j->limit,
                   hfs3_plural((unsigned long long)j->limit, "connection", "connections"));
-    }
     pthread_mutex_unlock(&j->mu);
-    return leave;
+    conn_wake(); /* the others may now take more */
 }
 
 /* A worker's connection or range failed: the job's error (unless it was only stopped by another's), and one
@@ -621,32 +786,25 @@ static void *worker(void *arg)
         }
         uint32_t i = j->next++;
         j->state[i] = CH_BUSY;
+        /* one GET for several chunks where requests cost more than they pay (hfs3_fetch_span) */
+        uint32_t k = 1, want = span_of(j->chunk, j->nchunks - i, j->limit, j->tuned);
+        while (k < want && i + k < j->nchunks && j->state[i + k] == CH_TODO)
+            j->state[i + k++] = CH_BUSY;
+        if (j->next < i + k)
+            j->next = i + k;
         pthread_mutex_unlock(&j->mu);
-        int status = 0;
-        rc = fetch_chunk_healing(j, s3, i, wbuf, &status);
-        if (rc < 0 && status == 503 && j->tuned && refused_leave(j, i))
+        uint32_t at;
+        int throttled;
+        rc = fetch_chunk_healing(j, s3, i, k, wbuf, &hand_on, &landed_all, &at, &throttled);
+        if (rc < 0 && throttled) {
+            throttled_leave(j, at, i + k);
             break;
+        }
         if (rc < 0) {
             worker_fail(j, rc);
             broken = 1;
             break;
         }
-        char line[16];
-        int ln = snprintf(line, sizeof line, "%u\n", i);
-        pthread_mutex_lock(&j->mu);
-        /* a lost line only costs a re-download of that chunk on resume */
-        if (j->done_fd >= 0 && write(j->done_fd, line, (size_t)ln) != ln)
-            hfs3_debug("%s: resume sidecar write failed", j->f->path);
-        j->state[i] = CH_DONE;
-        int all = ++j->ndone == j->nchunks;
-        pthread_cond_broadcast(&j->cv);
-        int grew = j->tuned && !all && follow_tune_locked(j);
-        hand_on |= all && !j->handed_on;
-        j->handed_on |= all;
-        landed_all |= all;
-        pthread_mutex_unlock(&j->mu);
-        if (grew)
-            conn_wake();
         /* (after the last range this worker finds none left and leaves) */
     }
     free(wbuf);
@@ -1154,29 +1312,29 @@ static int recheck_chunks(fetch_job *j)
     return bad;
 }
 
-/* Starts n workers (fewer when threads run short: those finish the file). None at all: EAGAIN is mostly the
- * previous file's workers, still finishing (the other lane starts this file once that one's last range has
- * started; up to 64 of them with no count asked for), or a host at its thread limit (ulimit -u, a container's
- * pids.max) for a moment: tried again with backoff, about two seconds in all, before the file fails. */
+/* Starts n workers (fewer when threads run short: those finish the file). None at all (a host at its thread
+ * limit: ulimit -u, a container's pids.max; or the previous file's workers, still finishing, hold every thread
+ * the user may have): the calling thread downloads the file itself, as its one worker (more join it when the
+ * tuner asks and threads can be made by then). A file never fails, nor waits a guessed time, for want of a
+ * thread: issue 41 item 7, where a wait of about two seconds was too short on a loaded machine. */
 static int start_workers(fetch_job *j, int n)
 {
-    for (int t = 1;; t++) {
-        pthread_mutex_lock(&j->mu);
-        j->closed = 0;
-        if (n > j->cap)
-            n = j->cap;
-        j->limit = n;
-        int e = grow_locked(j, n);
-        int none = n > 0 && j->nstarted == 0;
-        pthread_mutex_unlock(&j->mu);
-        if (!none)
-            return 0;
-        e = e ? e : EAGAIN;
-        if (e != EAGAIN || t >= START_TRIES)
-            return hfs3_err(-e, "pthread_create: %s", strerror(e));
-        hfs3_debug("%s: no thread for its download yet (%s); trying again", j->f->path, strerror(e));
-        fetch_backoff(t, 1000);
+    pthread_mutex_lock(&j->mu);
+    j->closed = 0;
+    if (n > j->cap)
+        n = j->cap;
+    j->limit = n;
+    int e = grow_locked(j, n);
+    int none = n > 0 && j->nstarted == 0;
+    if (none)
+        j->active++; /* this thread, as worker() expects of one started for it */
+    pthread_mutex_unlock(&j->mu);
+    if (none) {
+        hfs3_debug("%s: no thread for its download (pthread_create: %s); downloading it on this one", j->f->path,
+                   strerror(e ? e : EAGAIN));
+        (void)worker(j);
     }
+    return 0;
 }
 
 /* Waits for every worker; none starts another meanwhile. */

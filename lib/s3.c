@@ -55,6 +55,8 @@ typedef struct req {
     hfs3_s3_sink sink;
     void *ud;
     hfs3_buf *restart;          /* a listing page: a retry starts the body over (no Range), emptying this */
+    int (*on_throttle)(void *ud); /* hfs3_s3_get's: nonzero gives up at a throttled reply */
+    void *on_throttle_ud;
 } req;
 
 /* One request's response plus the state that survives retries (next, pinned ETag). */
@@ -65,6 +67,8 @@ typedef struct xfer {
     char *etag, *last_modified;
     char encoding[40];          /* Content-Encoding (printable, cut), "" when absent: named when the body is wrong */
     double meta_mtime;          /* X-Amz-Meta-Mtime (rclone's record of the file's mtime), 0 when absent */
+    long retry_after_s;         /* Retry-After in seconds (-1: absent, or an HTTP date, which is not read) */
+    int throttled;              /* throttled replies this request got (kept across retries) */
     int have_len, have_crange, have_total;
     uint64_t content_length, crange_start, crange_end, total;
     hfs3_buf err;               /* error body (non-2xx) */
@@ -86,6 +90,7 @@ static void xfer_reset_headers(xfer *x)
     x->etag = x->last_modified = NULL;
     x->encoding[0] = 0;
     x->meta_mtime = 0;
+    x->retry_after_s = -1;
     x->have_len = x->have_crange = x->have_total = 0;
     x->content_length = x->crange_start = x->crange_end = x->total = 0;
     x->body_started = 0;
@@ -148,6 +153,10 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
     } else if (nl == 16 && !strncasecmp(p, "x-amz-meta-mtime", 16)) {
         double t = strtod(v, &end);
         x->meta_mtime = end != v && !*end && t > 0 && t < 1e11 ? t : 0;
+    } else if (nl == 11 && !strncasecmp(p, "retry-after", 11)) {
+        uint64_t secs;
+        if (parse_u64(v, &end, &secs) == 0 && !*end)
+            x->retry_after_s = secs > HFS3_S3_RETRY_AFTER_MAX_S ? HFS3_S3_RETRY_AFTER_MAX_S : (long)secs;
     } else if (nl == 16 && !strncasecmp(p, "content-encoding", 16)) {
         /* for the message only (it is the server's text: printable, cut); "identity" is no encoding */
         size_t k = 0;
@@ -298,17 +307,65 @@ static uint64_t rng_next(hfs3_s3 *c)
     return c->rng * 2685821657736338717ULL;
 }
 
-static void backoff(hfs3_s3 *c, int attempt)
+long hfs3_s3_backoff_ms(int attempt, long base_ms, long cap_ms, long retry_after_ms, uint64_t rnd)
 {
-    long cap = c->o.backoff_base_ms;
-    for (int i = 0; i < attempt && cap < BACKOFF_CAP_MS; i++)
+    long cap = base_ms > 0 ? base_ms : 1;
+    for (int i = 0; i < attempt && cap < cap_ms; i++)
         cap *= 2;
-    if (cap > BACKOFF_CAP_MS)
-        cap = BACKOFF_CAP_MS;
-    long ms = (long)(rng_next(c) % (uint64_t)(cap + 1));
+    if (cap > cap_ms)
+        cap = cap_ms;
+    long ms = (long)(rnd % (uint64_t)(cap + 1));
+    return ms < retry_after_ms ? retry_after_ms : ms;
+}
+
+static void sleep_ms(long ms)
+{
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) && errno == EINTR) {
     }
+}
+
+static void backoff(hfs3_s3 *c, int attempt)
+{
+    sleep_ms(hfs3_s3_backoff_ms(attempt, c->o.backoff_base_ms, BACKOFF_CAP_MS, 0, rng_next(c)));
+}
+
+int hfs3_s3_is_throttle(long status, const char *code)
+{
+    static const char *const codes[] = {"SlowDown", "SlowDownRead", "SlowDownWrite", "Throttling",
+                                        "ThrottlingException", "RequestLimitExceeded", "RequestThrottled",
+                                        "TooManyRequests"};
+    if (status == 503 || status == 429)
+        return 1;
+    if (status_ok(status) || !code)
+        return 0;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (!strcmp(code, codes[i]))
+            return 1;
+    return 0;
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 when x's reply is a throttle (its status, or the Code of its XML error body) */
+static int reply_throttles(const xfer *x)
+{
+    if (status_ok(x->status) || x->status == 304 || x->status == 0)
+        return 0;
+    if (x->status == 503 || x->status == 429)
+        return 1;
+    char *code = NULL, *msg = NULL;
+    if (x->err.len)
+        hfs3_s3xml_parse_error(x->err.data, x->err.len, &code, &msg);
+    int t = hfs3_s3_is_throttle(x->status, code);
+    free(code);
+    free(msg);
+    return t;
 }
 
 /* A tunable from the environment: its value when it is a whole number in [lo, hi], else dflt (with a
@@ -448,6 +505,10 @@ int hfs3_s3_new(const hfs3_remote *r, const hfs3_s3_opts *opts, hfs3_s3 **out)
         c->o.max_retries = 0;
     if (c->o.backoff_base_ms <= 0)
         c->o.backoff_base_ms = 100;
+    if (c->o.throttle_budget_ms == 0)
+        c->o.throttle_budget_ms = env_long("HFS3_THROTTLE_BUDGET", 0, 86400, HFS3_S3_THROTTLE_BUDGET_S) * 1000;
+    if (c->o.throttle_budget_ms == 0)
+        c->o.throttle_budget_ms = -1; /* HFS3_THROTTLE_BUDGET=0: a throttle is one of the retries */
     c->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)c;
     if (!c->rng)
         c->rng = 88172645463325252ULL;
@@ -830,6 +891,8 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
         return hfs3_err(-ENOMEM, "s3: out of memory");
     }
     int attempts = c->o.max_retries + 1;
+    int throttles = 0;
+    long throttled_since = 0;
     for (int attempt = 1;; attempt++) {
         uint64_t start = q->ranged ? q->lo : 0;
         if (q->restart) {
@@ -933,7 +996,25 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
         } else if (x->status == 304 && q->if_none_match) {
             rc = 0;
             break;
-        } else if (retryable_status(x->status) && attempt < attempts) {
+        } else if (c->o.throttle_budget_ms > 0 && reply_throttles(x)) {
+            /* slow down, not failed: retried past max_retries (each throttle adds an attempt) with a longer
+             * backoff, for up to the budget; the caller may give up sooner (a fetch's spare connection leaves) */
+            x->throttled++;
+            long t = now_ms();
+            if (!throttles++)
+                throttled_since = t;
+            if ((q->on_throttle && q->on_throttle(q->on_throttle_ud)) || t - throttled_since >= c->o.throttle_budget_ms) {
+                rc = status_error(x, attempt);
+                break;
+            }
+            attempts++;
+            long ms = hfs3_s3_backoff_ms(throttles - 1, c->o.backoff_base_ms, HFS3_S3_THROTTLE_CAP_MS,
+                                         x->retry_after_s > 0 ? x->retry_after_s * 1000 : 0, rng_next(c));
+            hfs3_info("s3: %s %s: HTTP %ld (throttled, %d in a row), retrying in %ld ms", q->op, q->what,
+                      x->status, throttles, ms);
+            sleep_ms(ms);
+            continue;
+        } else if ((retryable_status(x->status) || reply_throttles(x)) && attempt < attempts) {
             retry = 1;
             hfs3_info("s3: %s %s: HTTP %ld, retrying (attempt %d of %d)", q->op, q->what, x->status, attempt + 1,
                       attempts);
@@ -988,10 +1069,12 @@ int hfs3_s3_get_object(hfs3_s3 *c, const char *key, hfs3_s3_get *g, hfs3_s3_sink
         return hfs3_err(-ENOMEM, "s3: out of memory");
     req q = {.method = "GET", .op = "GET", .key = key, .what = what, .if_match = g->if_match,
              .if_none_match = g->if_none_match, .ranged = g->ranged, .lo = g->offset,
-             .hi = g->offset + g->length, .sink = sink, .ud = ud};
+             .hi = g->offset + g->length, .sink = sink, .ud = ud, .on_throttle = g->on_throttle,
+             .on_throttle_ud = g->on_throttle_ud};
     xfer x;
     int rc = perform(c, &q, &x);
     g->status = (int)x.status;
+    g->throttled = x.throttled;
     if (rc == 0) {
         g->not_modified = x.status == 304;
         g->etag = x.etag;

@@ -111,8 +111,8 @@ int hfs3_fetch_connections(void);
  * count before it (the cheaper one). A step is measured over at least HFS3_FETCH_TUNE_WINDOW_MS and
  * HFS3_FETCH_TUNE_BYTES per connection. One early measurement must not decide a long download (a 100 GB
  * _prefetch; a window that held the first TLS handshakes, or a moment the host was busy): a settled count tries
- * one doubling again every HFS3_FETCH_TUNE_REPROBE_MS, unless the server refused a connection (503), which
- * fixes the count for the rest of the process. */
+ * one doubling again every HFS3_FETCH_TUNE_REPROBE_MS, unless the server throttled (503 SlowDown): then the
+ * count follows AIMD (hfs3_fetch_tune_throttled) for the rest of the process. */
 #define HFS3_FETCH_TUNE_START 2
 #define HFS3_FETCH_TUNE_GAIN 1.2
 #define HFS3_FETCH_TUNE_WINDOW_MS 200
@@ -128,7 +128,11 @@ typedef struct hfs3_fetch_tune {
     uint64_t b0;
     int started;
     double settled_at; /* when it settled (seconds) */
-    int refused;      /* the server refused a connection: settled for good */
+    int refused;      /* throttled: settled, grown back by AIMD (hfs3_fetch_tune_throttled) */
+    int peak;         /* the level when first throttled: AIMD grows back to it */
+    double throttled_at, grown_at; /* the last halving, the last additive step (seconds) */
+    double rate;      /* the rate of the last window closed (bytes/s; 0: none yet), at rate_level connections */
+    int rate_level;
 } hfs3_fetch_tune;
 
 /* Starts a tuner at HFS3_FETCH_TUNE_START connections (at most max). */
@@ -139,11 +143,23 @@ void hfs3_fetch_tune_init(hfs3_fetch_tune *t, int max);
  * level to use from now on. Pure (no clock, no lock): the caller serializes calls. */
 int hfs3_fetch_tune_step(hfs3_fetch_tune *t, uint64_t bytes, double now);
 
-/* The server turned a connection away (503: SlowDown, Service Unavailable; as S3, nginx's limit_conn, MinIO's
- * requests_max and RGW's rgw_max_concurrent_requests answer one request too many): a doubling that makes it
- * refuse did not help, so a tuner still doubling settles on the count before it (at the start: where it is).
- * A settled one stays. Either way it never tries a doubling again. Returns the level to use from now on. Pure,
- * as hfs3_fetch_tune_step. */
-int hfs3_fetch_tune_refused(hfs3_fetch_tune *t);
+/* The server throttled a request (503 SlowDown, 429; as S3, nginx's limit_conn, MinIO's requests_max and RGW's
+ * rgw_max_concurrent_requests answer one request too many): AIMD. The count halves (not below 1), at most once
+ * per HFS3_FETCH_AIMD_HOLD_MS (the throttles of one burst are one signal), the tuner stops doubling, and the count
+ * grows back by one per HFS3_FETCH_AIMD_GROW_MS without a throttle, up to the count it had when first throttled.
+ * now: a monotonic clock in seconds. Returns the level to use from now on. Pure, as hfs3_fetch_tune_step. */
+#define HFS3_FETCH_AIMD_HOLD_MS 1000
+#define HFS3_FETCH_AIMD_GROW_MS 5000
+int hfs3_fetch_tune_throttled(hfs3_fetch_tune *t, double now);
+
+/* How many chunks one GET asks for (a range of span * chunk bytes), from the link and what is left of the file:
+ * a request should last at least HFS3_FETCH_SPAN_SECS at the rate one connection gets (conn_rate bytes/s, 0:
+ * not measured yet), so that its fixed cost (a round trip, one request of the server's rate limit) is small
+ * beside its transfer; after throttling, at least floor bytes (doubling at each halving of the count, from
+ * HFS3_FETCH_CHUNK up to HFS3_FETCH_SPAN_MAX); never more than HFS3_FETCH_SPAN_MAX bytes, and never so much
+ * that the `left` chunks still to start no longer go round the `conns` connections. At least 1. Pure. */
+#define HFS3_FETCH_SPAN_MAX (64u << 20)
+#define HFS3_FETCH_SPAN_SECS 0.5
+uint32_t hfs3_fetch_span(uint64_t chunk, uint32_t left, int conns, double conn_rate, uint64_t floor);
 
 #endif

@@ -35,6 +35,12 @@ typedef struct hfs3_s3_opts {
     long low_speed_limit;     /* default HFS3_LOW_SPEED_LIMIT, else 1 byte/s */
     int max_retries;          /* default HFS3_RETRIES, else 5 (6 attempts); negative: no retries */
     long backoff_base_ms;     /* default 100; doubled each retry, capped at 5 s, full jitter */
+    /* A throttled reply (503, 429, or an S3 Code such as SlowDown: hfs3_s3_is_throttle) is no hard error: it is
+     * retried, not counted against max_retries, with full-jitter backoff from backoff_base_ms doubling up to
+     * HFS3_S3_THROTTLE_CAP_MS (at least its Retry-After), until throttle_budget_ms have passed since the
+     * request's first throttled reply. 0: HFS3_THROTTLE_BUDGET (seconds), else HFS3_S3_THROTTLE_BUDGET_S;
+     * negative: none (a throttled reply counts as one of max_retries, as a 500 does). */
+    long throttle_budget_ms;
     int list_max_keys;        /* max-keys per ListObjectsV2 page; 0: the server's default (1000) */
 } hfs3_s3_opts;
 
@@ -72,8 +78,13 @@ typedef struct hfs3_s3_get {
     uint64_t offset, length;
     const char *if_match;     /* ETag or NULL: 412 gives -ESTALE */
     const char *if_none_match;/* ETag or NULL: 304 gives not_modified = 1 and no body */
+    /* Called at each throttled reply (hfs3_s3_is_throttle), before the backoff: nonzero gives up now (the
+     * request fails with that reply's error, and throttled says so). May be NULL. */
+    int (*on_throttle)(void *ud);
+    void *on_throttle_ud;
     /* results */
     int status;               /* final HTTP status */
+    int throttled;            /* throttled replies this request got (retried, or the last one given up on) */
     int not_modified;
     char *etag;               /* malloc'd, caller frees (may be NULL) */
     uint64_t object_size;     /* from Content-Length or Content-Range when known */
@@ -90,6 +101,20 @@ int hfs3_s3_get_buf(hfs3_s3 *c, const char *key, size_t max, hfs3_buf *out, hfs3
  * new ETag (caller frees). */
 int hfs3_s3_put(hfs3_s3 *c, const char *key, const void *data, size_t n, const char *content_type,
                 char **etag_out);
+
+/* Throttling (S3's 503 SlowDown): the backoff's ceiling, and how long one request keeps retrying. */
+#define HFS3_S3_THROTTLE_CAP_MS 20000
+#define HFS3_S3_THROTTLE_BUDGET_S 600
+#define HFS3_S3_RETRY_AFTER_MAX_S 120  /* a longer Retry-After is taken as this */
+
+/* 1 when an HTTP error status and S3 error Code (may be NULL) say "slow down" rather than "failed": 503 and 429
+ * always; any status with Code SlowDown, Throttling, ThrottlingException, RequestLimitExceeded,
+ * RequestThrottled, TooManyRequests or SlowDownRead/SlowDownWrite. */
+int hfs3_s3_is_throttle(long status, const char *code);
+
+/* Full-jitter exponential backoff (AWS's recommendation): a pause drawn uniformly from
+ * [0, min(cap_ms, base_ms * 2^attempt)] by rnd, then raised to retry_after_ms when that is larger. Pure. */
+long hfs3_s3_backoff_ms(int attempt, long base_ms, long cap_ms, long retry_after_ms, uint64_t rnd);
 
 /* The full request URL and Host for key (exposed for tests and for the fetcher's logs, no secrets). */
 char *hfs3_s3_url(const hfs3_s3 *c, const char *key);

@@ -21,6 +21,14 @@ Faults, applied in arrival order to requests whose path contains SUBSTR (all req
                    TLS handshakes of a connection to a distant server (bench/, not the tests).
   --max-busy N     at most N requests at once (any path): one more gets 503 SlowDown at once, as nginx's
                    limit_conn, MinIO's requests_max or RGW's rgw_max_concurrent_requests answer; logged busy-503.
+  --slowdown-fraction F  each request (any path) is answered 503 SlowDown, never forwarded, with probability F
+                   (--seed N makes the draws repeatable); logged slowdown-503.
+  --slowdown-rate R  at most R requests per second per prefix (the path up to its last '/', as S3 counts a
+                   prefix), a token bucket holding at most --slowdown-burst B (default R) requests: one beyond it is
+                   answered 503 SlowDown at once, as S3 answers past about 5,500 GETs a second a prefix; logged
+                   slowdown-503.
+  --retry-after S  every 503 SlowDown of the two above and of --fail-first carries Retry-After: S.
+  --total-rate R   all response bodies together go out at most R bytes per second (with --rate, each one too).
   --headers-log F  each request also appends one JSON line to F: {"n", "method", "path" (raw, as sent),
                    "headers": [[name, value], ...] in the order received, "status"} -- so a test can check
                    what lib/s3.c really sends (signed headers, If-None-Match, x-amz-security-token). It holds
@@ -51,7 +59,7 @@ The log is emptied at start; each request appends one line to it once its respon
   "<n> <METHOD> <path> range=<Range or -> <action> <status> conn=<client port> bytes=<body bytes sent>
    t=<arrived>-<answered> if-match=<If-Match or ->"
 (on one line; t: monotonic seconds, when the request was read and when its reply was over). n counts requests
-in arrival order; action is forwarded, 503-injected, 412-injected, hung,
+in arrival order; action is forwarded, 503-injected, slowdown-503, busy-503, 412-injected, hung,
 cut-after-K, KIND-injected (--fault) or upstream-down; a client that reuses its connection shows one conn= port for many requests; a response cut
 short because the client went away logs the bytes it did send.
 """
@@ -59,6 +67,7 @@ import argparse
 import gzip
 import http.client
 import json
+import random
 import select
 import struct
 import http.server
@@ -96,6 +105,35 @@ class State:
         self.eligible = 0
         self.faults = 0
         self.busy = 0
+        self.buckets = {}          # prefix -> [tokens, last refill]
+        self.rng = random.Random(args.seed)
+        self.total_sent = 0        # --total-rate: body bytes sent by all responses, since total_t0
+        self.total_t0 = time.monotonic()
+
+    def slowdown(self, path):
+        """True when this request is to get 503 SlowDown (--slowdown-fraction, --slowdown-rate)."""
+        a = self.args
+        with self.lock:
+            if a.slowdown_fraction and self.rng.random() < a.slowdown_fraction:
+                return True
+            if not a.slowdown_rate:
+                return False
+            prefix = path.split("?", 1)[0].rpartition("/")[0]
+            now = time.monotonic()
+            burst = a.slowdown_burst or a.slowdown_rate
+            b = self.buckets.setdefault(prefix, [burst, now])
+            b[0] = min(burst, b[0] + (now - b[1]) * a.slowdown_rate)
+            b[1] = now
+            if b[0] < 1:
+                return True
+            b[0] -= 1
+            return False
+
+    def total_pace(self, n):
+        """--total-rate: how long to sleep after sending n more bytes so that all bodies together keep to it."""
+        with self.lock:
+            self.total_sent += n
+            return self.total_sent / self.args.total_rate - (time.monotonic() - self.total_t0)
 
     def take_fault(self):
         """Counts one eligible request; True when it is to get the --fault."""
@@ -145,9 +183,11 @@ def make_handler(st):
                 self.client_address[1], sent, getattr(self, "t_arrival", 0.0), time.monotonic(),
                 self.headers.get("If-Match") or "-"))
 
-        def reply_error(self, status, reason, body):
+        def reply_error(self, status, reason, body, retry_after=0):
             self.send_response_only(status, reason)
             self.send_header("Content-Type", "application/xml")
+            if retry_after:
+                self.send_header("Retry-After", str(retry_after))
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -168,6 +208,10 @@ def make_handler(st):
                         ahead = sent / a.rate - (time.monotonic() - t0)
                         if ahead > 0:
                             time.sleep(ahead)
+                    if a.total_rate:
+                        ahead = st.total_pace(len(data))
+                        if ahead > 0:
+                            time.sleep(ahead)
                 if chunked:
                     self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
@@ -178,6 +222,22 @@ def make_handler(st):
 
         def handle_any(self):
             self.t_arrival = time.monotonic()
+            if (a.slowdown_fraction or a.slowdown_rate) and st.slowdown(self.path):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                with st.lock:
+                    st.n += 1
+                    n = st.n
+                self.send_response_only(503, "Slow Down")
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(SLOWDOWN)))
+                if a.retry_after:
+                    self.send_header("Retry-After", str(a.retry_after))
+                self.end_headers()
+                self.wfile.write(SLOWDOWN)
+                self.note(n, "slowdown-503", 503, len(SLOWDOWN))
+                return
             if not a.max_busy:
                 return self.handle_one()
             with st.lock:
@@ -226,7 +286,7 @@ def make_handler(st):
                 self.note(n, "hung", 0, 0)
                 return
             if fail:
-                self.reply_error(503, "Slow Down", SLOWDOWN)
+                self.reply_error(503, "Slow Down", SLOWDOWN, a.retry_after)
                 self.note(n, "503-injected", 503, len(SLOWDOWN))
                 return
             fault = None
@@ -439,6 +499,12 @@ def main():
     p.add_argument("--exclude", default="")
     p.add_argument("--max-busy", type=int, default=0)
     p.add_argument("--connect-delay", type=float, default=0.0)
+    p.add_argument("--slowdown-fraction", type=float, default=0.0)
+    p.add_argument("--slowdown-rate", type=float, default=0.0)
+    p.add_argument("--slowdown-burst", type=float, default=0.0)
+    p.add_argument("--retry-after", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--total-rate", type=int, default=0)
     a = p.parse_args()
     host, _, port = a.target.rpartition(":")
     a.host, a.port = host, int(port)

@@ -140,11 +140,20 @@ S3CLI_IF_MATCH="\"$md5\"" viaproxy get x/m/big.bin 0 10 >/dev/null 2>&1
 res "If-Match with the right ETag"
 
 proxy --fail-first 100
-S3CLI_RETRIES=2 viaproxy get x/m/big.bin >/dev/null 2>"$WORK/p4.err"; rc=$?
+HFS3_THROTTLE_BUDGET=0 S3CLI_RETRIES=2 viaproxy get x/m/big.bin >/dev/null 2>"$WORK/p4.err"; rc=$?
 [ "$rc" -eq 1 ] && [ "$(lines "$WORK/p4.err")" -eq 1 ] &&
   grep -qF '503 SlowDown: Please reduce your request rate. (after 3 attempts)' "$WORK/p4.err"
-res "503 forever: exit 1 after 3 attempts, one line with SlowDown"
+res "503 forever, HFS3_THROTTLE_BUDGET=0: exit 1 after 3 attempts, one line with SlowDown"
 [ "$(lines "$PLOG")" -eq 3 ]; res "proxy saw exactly 3 attempts"
+# a throttle is no hard error: retried past S3CLI_RETRIES until HFS3_THROTTLE_BUDGET (2 s) has passed
+proxy --fail-first 100000
+t0=$(date +%s.%N)
+HFS3_THROTTLE_BUDGET=2 S3CLI_RETRIES=2 viaproxy get x/m/big.bin >/dev/null 2>"$WORK/p4b.err"; rc=$?
+t1=$(date +%s.%N)
+[ "$rc" -eq 1 ] && [ "$(lines "$WORK/p4b.err")" -eq 1 ] && grep -qF '503 SlowDown: Please reduce your request rate. (after' "$WORK/p4b.err" &&
+  python3 -c "import sys; sys.exit(not ($t1 - $t0 >= 2.0))"
+res "503 forever, HFS3_THROTTLE_BUDGET=2: fails after 2 s or more, one line with SlowDown ($(cat "$WORK/p4b.err"))"
+[ "$(lines "$PLOG")" -gt 3 ]; res "a throttle is retried past S3CLI_RETRIES ($(lines "$PLOG") attempts)"
 
 proxy
 S3CLI_MAX_KEYS=500 viaproxy list x/many/ >"$WORK/p6.out" 2>/dev/null; rc=$?

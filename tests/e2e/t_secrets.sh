@@ -82,7 +82,8 @@ ok "connection refused: show, verify, build, fetch, _get, _index fail naming the
 
 # 2. 5xx until the retries run out
 start_proxy down 0 "--fail-first 100000"
-RCLONE_CONFIG_SEC_ENDPOINT=$RCLONE_CONFIG_DOWN_ENDPOINT all_cmds "503" "503 SlowDown"
+# (HFS3_THROTTLE_BUDGET=1: a throttle is retried for 1 s, not the default 10 minutes)
+RCLONE_CONFIG_SEC_ENDPOINT=$RCLONE_CONFIG_DOWN_ENDPOINT HFS3_THROTTLE_BUDGET=1 all_cmds "503" "503 SlowDown"
 ok "503 forever: every command fails naming SlowDown, no secret anywhere"
 
 # 3. a wrong secret (the server verifies signatures)

@@ -172,22 +172,60 @@ static void tune(void)
     hfs3_fetch_tune_step(&t, 0, 0);
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 5.0), 1);
     CHECK(t.settled);
-    /* the server refused a connection: back to the count before the last doubling, for good */
+    /* throttled (503 SlowDown): AIMD. Halved, once per burst; no doubling again; one more per quiet
+     * HFS3_FETCH_AIMD_GROW_MS, up to the count it had when first throttled */
+    const double H = HFS3_FETCH_AIMD_HOLD_MS / 1000.0, G = HFS3_FETCH_AIMD_GROW_MS / 1000.0;
     hfs3_fetch_tune_init(&t, 64);
     hfs3_fetch_tune_step(&t, 0, 0);
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 4);
     CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 6 * W, 2.0), 8);
-    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 2.0), 4);
     CHECK(t.settled);
-    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 3.0), 4);
-    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), 4); /* settled: stays */
-    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 1000 * W, 1000.0), 4); /* and never measures again */
-    CHECK(t.settled);
-    /* refused at the start: stays at the start, no more doublings */
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 2.0 + H / 2), 4); /* the same burst: not halved again */
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 2.0 + H * 1.5), 2); /* a later one is */
+    double t0 = 2.0 + H * 1.5;
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, t0 + G / 2), 2); /* not quiet long enough */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 1000 * W, t0 + G), 3);   /* additive: one more */
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2000 * W, t0 + G * 1.5), 3);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 3000 * W, t0 + G * 2), 4);
+    for (int k = 3; k < 40; k++)
+        hfs3_fetch_tune_step(&t, (uint64_t)k * 1000 * W, t0 + G * k);
+    CHECK_EQ_INT(t.level, 8); /* back to where it was throttled, never doubling past it */
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 1000.0), 4);
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 1000.0 + H), 2);
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 1000.0 + 2 * H), 1);
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 1000.0 + 3 * H), 1); /* never below one */
+    /* throttled at the start: halved from the start, no doublings */
     hfs3_fetch_tune_init(&t, 64);
-    CHECK_EQ_INT(hfs3_fetch_tune_refused(&t), HFS3_FETCH_TUNE_START);
+    CHECK_EQ_INT(hfs3_fetch_tune_throttled(&t, 0.5), HFS3_FETCH_TUNE_START / 2);
+    hfs3_fetch_tune_step(&t, 0, 1.0);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 1.1), HFS3_FETCH_TUNE_START / 2);
+    CHECK(t.rate == 0);
+    /* a closed window leaves its rate for the range planner */
+    hfs3_fetch_tune_init(&t, 64);
     hfs3_fetch_tune_step(&t, 0, 0);
-    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 100 * W, 5.0), HFS3_FETCH_TUNE_START);
+    CHECK_EQ_INT(hfs3_fetch_tune_step(&t, 2 * W, 1.0), 4);
+    CHECK(t.rate == 2.0 * W && t.rate_level == 2);
+}
+
+/* Chunks per GET: 8 MiB chunks, ranges from the link (half a second at one connection's rate), larger after
+ * throttling, at most 64 MiB, and never so large that the chunks left stop going round the connections. */
+static void span(void)
+{
+    const uint64_t C = 8u << 20;
+    const double MB = 1 << 20;
+    CHECK_EQ_INT(hfs3_fetch_span(C, 100, 8, 0, 0), 1);            /* nothing measured: 8 MiB */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 100, 8, 10 * MB, 0), 1);      /* 10 MiB/s a connection: 8 MiB pays */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 100, 8, 64 * MB, 0), 4);      /* 32 MiB a half second */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 1000, 8, 900 * MB, 0), 8);    /* 64 MiB at most */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 1000, 8, 0, 32u << 20), 4);   /* throttled: the floor */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 1000, 8, 0, 1u << 30), 8);    /* a floor past the most: the most */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 20, 8, 900 * MB, 0), 2);      /* 20 chunks left over 8 connections */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 7, 8, 900 * MB, 1u << 30), 1); /* fewer than the connections: one each */
+    CHECK_EQ_INT(hfs3_fetch_span(C, 1, 1, 900 * MB, 1u << 30), 1);
+    CHECK_EQ_INT(hfs3_fetch_span(C, 1000, 0, 900 * MB, 0), 8);    /* no count: taken as one */
+    CHECK_EQ_INT(hfs3_fetch_span(0, 1000, 8, 900 * MB, 0), 1);
+    CHECK_EQ_INT(hfs3_fetch_span(2u << 20, 1000, 1, 900 * MB, 0), 32); /* 2 MiB chunks: 64 MiB is 32 of them */
 }
 
 /* A temp file holding data[0..n), open read-write, already unlinked. */
@@ -266,6 +304,7 @@ int main(void)
     TEST(sidecar);
     TEST(connections);
     TEST(tune);
+    TEST(span);
     TEST(chunk_check);
     return t_done("test_fetch");
 }

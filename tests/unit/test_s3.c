@@ -183,8 +183,59 @@ static void backoff(void)
     hfs3_s3_free(c);
 }
 
+/* Throttling (503 SlowDown): which replies are throttles, and the full-jitter pause with its ceiling and
+ * Retry-After. */
+static void throttle(void)
+{
+    CHECK(hfs3_s3_is_throttle(503, NULL));
+    CHECK(hfs3_s3_is_throttle(503, "ServiceUnavailable"));
+    CHECK(hfs3_s3_is_throttle(429, NULL));
+    CHECK(hfs3_s3_is_throttle(400, "Throttling"));
+    CHECK(hfs3_s3_is_throttle(400, "RequestLimitExceeded"));
+    CHECK(hfs3_s3_is_throttle(500, "SlowDown"));
+    CHECK(!hfs3_s3_is_throttle(500, "InternalError"));
+    CHECK(!hfs3_s3_is_throttle(500, NULL));
+    CHECK(!hfs3_s3_is_throttle(403, "AccessDenied"));
+    CHECK(!hfs3_s3_is_throttle(200, "SlowDown"));
+    CHECK(!hfs3_s3_is_throttle(404, "SlowDownish"));
+    /* [0, min(cap, base * 2^k)]: the draw's largest value reaches the bound, never passes it */
+    long cap = HFS3_S3_THROTTLE_CAP_MS;
+    for (int k = 0; k < 12; k++) {
+        long bound = 100L << k < cap ? 100L << k : cap;
+        CHECK_EQ_INT(hfs3_s3_backoff_ms(k, 100, cap, 0, (uint64_t)bound), bound);
+        CHECK_EQ_INT(hfs3_s3_backoff_ms(k, 100, cap, 0, (uint64_t)bound + 1), 0);
+        CHECK_EQ_INT(hfs3_s3_backoff_ms(k, 100, cap, 0, UINT64_MAX - 1) <= bound, 1);
+        CHECK_EQ_INT(hfs3_s3_backoff_ms(k, 100, cap, 0, 0), 0);
+    }
+    CHECK_EQ_INT(hfs3_s3_backoff_ms(1000, 100, cap, 0, (uint64_t)cap), cap); /* no overflow far out */
+    /* Retry-After: at least that long, whatever the draw */
+    CHECK_EQ_INT(hfs3_s3_backoff_ms(0, 100, cap, 3000, 0), 3000);
+    CHECK_EQ_INT(hfs3_s3_backoff_ms(20, 100, cap, 3000, (uint64_t)cap), cap);
+}
+
+/* A server that keeps answering 503 SlowDown: retried past max_retries with growing pauses until the budget
+ * (a real clock) runs out; on_throttle can stop it at once. Against a port nobody listens on there is no 503,
+ * so this part is in the e2e tests (t_fetch_slowdown); here only the give-up hook's absence of effect on a
+ * connection refused: a refused connection is no throttle. */
+static void throttle_not_refused(void)
+{
+    hfs3_remote r = remote("http://127.0.0.1:1", 1);
+    hfs3_s3_opts o = {.max_retries = 2, .backoff_base_ms = 100};
+    hfs3_s3 *c = NULL;
+    CHECK_EQ_INT(hfs3_s3_new(&r, &o, &c), 0);
+    hfs3_s3_get g = {0};
+    nslept = 0;
+    CHECK_EQ_INT(hfs3_s3_get_object(c, "k", &g, NULL, NULL), -ECONNREFUSED);
+    CHECK_EQ_INT(g.throttled, 0);
+    CHECK_EQ_INT(nslept, 2);
+    free(g.etag);
+    hfs3_s3_free(c);
+}
+
 int main(void)
 {
+    TEST(throttle);
+    TEST(throttle_not_refused);
     TEST(addressing);
     TEST(bad_remotes);
     TEST(empty_range);
