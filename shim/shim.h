@@ -155,6 +155,9 @@ struct sh_loc {
                                 * out (stat("/models/..")): the real path the kernel would reach, for the real
                                 * call in place of the spelling (path.c kwalk); NULL otherwise */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
+    const char *link;          /* a spelling that is a bare magic link of /proc or /dev/fd into the mounts' tree
+                                * ("/proc/self/cwd", "/dev/fd/N"): the caller's spelling, for the calls that do not
+                                * follow it (lstat, readlink, O_NOFOLLOW, removals: the link itself); NULL otherwise */
 };
 void sh_scratch_put(struct sh_scratch **s);
 static inline void sh_loc_done(struct sh_loc *l)
@@ -489,5 +492,13 @@ void sh_anc_path(const char *logical, char *out, size_t n);
 /* Resolves l (L_MNT) to an entry: 0 and *e, 1 for the root of a broken mount, -EAGAIN when the mount is
  * unloaded in a vfork child, else -errno. */
 int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e);
+
+/* --- sysc.c: syscall() ------------------------------------------------------------------------------------ */
+/* The shim exports syscall() (a program's raw openat2, openat and open: sysc.c); its own raw calls go to libc's,
+ * never through that interposer (a lookup of the shim's must see the kernel's answer). */
+long sh_libc_syscall(long n, ...);
+#define syscall sh_libc_syscall
+/* wrap.c: the interposed openat (the shim's answer for a path, guarded writes) */
+int sh_openat_ours(int dirfd, const char *path, int flags, mode_t mode);
 
 #endif

@@ -332,6 +332,8 @@ static void stat_dir_synth(const char *logical, struct stat *st)
 
 int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
 {
+    if (l->link && !follow)
+        return sh_r.lstat(l->link, st) == 0 ? 0 : -errno;   /* the magic link itself */
     SH_SCRATCH(t);
     char *rp = t->a;
     if (l->kind == L_ANC) {
@@ -396,6 +398,13 @@ ssize_t sh_readlink(const struct sh_loc *l, char *buf, size_t n)
 {
     if (n == 0)
         return -EINVAL;   /* as the kernel, before any lookup */
+    if (l->link) {
+        /* /proc/self/fd/N, /proc/self/cwd into the mounts: the path the kernel gives for a real folder (onnxruntime
+         * checks that an external data file it opened is inside the model's directory) */
+        size_t k = strlen(l->path);
+        memcpy(buf, l->path, k < n ? k : n);
+        return (ssize_t)(k < n ? k : n);
+    }
     if (l->kind == L_ANC) {
         ssize_t k = sh_r.readlink(l->path, buf, n);
         return k >= 0 ? k : errno == ENOENT ? -EINVAL : -errno;
