@@ -616,6 +616,8 @@ static int parent_rules_out(const char *abs)
     if (last_is_link || k <= 0 || real[0] != '/')
         return 0;
     real[k] = 0;
+    if (sh_map_back(real, full, SH_PATH))
+        return 0;   /* a directory of the mounts' skeleton (reached through /proc/self/fd/N): the walk maps it */
     SH_LOC(l);
     if ((size_t)snprintf(full, SH_SCR, "%s%s", real, slash) >= SH_SCR)
         return 0;

@@ -168,26 +168,52 @@ static long sc_openat2(int dirfd, const char *path, const struct open_how *how, 
         return -2;   /* the kernel's EINVAL */
     if (sh_outside(dirfd, path))
         return -2;
-    int e = errno;
+    int e = errno, in = 0, beneath = (h.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0;
+    SH_SCRATCH(t);
+    char *out = t->d, *base = t->c;
     {
+        /* the spelling lands in the mounts' tree, or starts from a directory there (a ".." under RESOLVE_IN_ROOT
+         * stays in it, whatever the spelling says) */
         SH_LOC(l);
-        if (sh_classify(dirfd, path, &l) == L_NONE) {
-            errno = e;
-            return -2;
+        in = sh_classify(dirfd, path, &l) != L_NONE;
+        if (path[0] != '/' && (in || beneath)) {
+            SH_LOC(b);
+            if (dirfd == AT_FDCWD ? sh_classify(AT_FDCWD, ".", &b) != L_NONE : sh_fd_dirloc(dirfd, &b))
+                in = 1, beneath = beneath && strlen(b.path) < SH_SCR;
+            if (in && !beneath) {
+                /* a relative spelling climbs from the directory's logical path */
+                if (dirfd == AT_FDCWD ? !getcwd(base, SH_SCR) : b.kind == L_NONE || strlen(b.path) >= SH_SCR)
+                    in = 0;
+                else if (dirfd != AT_FDCWD)
+                    strcpy(base, b.path);
+            }
         }
+    }
+    if (!in) {
+        errno = e;
+        return -2;
     }
     if (path[0] == '/' && (h.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)) &&
         (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/", 5)))
         return -2;   /* through a magic link: the kernel's ELOOP */
-    SH_SCRATCH(t);
-    char *out = t->d;
-    int rc = sc_walk(dirfd, path, h.flags, h.resolve, out, t);
+    const char *p = path;
+    if (path[0] != '/' && !beneath) {
+        size_t bl = strlen(base);
+        if (bl + 1 + strlen(path) + 1 > SH_SCR) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        base[bl] = '/';
+        strcpy(base + bl + 1, path);
+        p = base;
+    }
+    int rc = sc_walk(dirfd, p, h.flags, h.resolve, out, t);
     if (rc < 0) {
         errno = -rc;
         return -1;
     }
     errno = e;
-    return sh_openat_ours(dirfd, out, (int)h.flags, (mode_t)h.mode);
+    return sh_openat_ours(out[0] == '/' ? AT_FDCWD : dirfd, out, (int)h.flags, (mode_t)h.mode);
 }
 
 SH_EXPORT long syscall(long n, ...)
