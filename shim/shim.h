@@ -486,6 +486,9 @@ int sh_hub_map(const char *r, char *out, size_t outn);
 const char *sh_epath(const struct sh_mount *m, uint32_t e);
 void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n);
 void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st);
+/* A directory's times from its index entry (the newest file below it, lib/index.c), over its skeleton's real ones
+ * (the install's); left as they are when the index has none (an older writer). */
+void sh_dir_time(const struct sh_mount *m, uint32_t e, struct stat *st);
 void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat *st);
 int sh_stat_skel(const char *real, struct stat *st);
 void sh_anc_path(const char *logical, char *out, size_t n);

@@ -140,8 +140,17 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
         st->st_size = x->type == HFS3_IX_DIR ? 4096 : x->target_len;
         st->st_blocks = x->type == HFS3_IX_DIR ? 8 : 0;   /* one 4 KiB block, as st_size says */
         st->st_nlink = x->type == HFS3_IX_DIR ? 2 : 1;
-        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = m->mtime;
+        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = x->mtime ? (time_t)x->mtime : m->mtime;
     }
+}
+
+void sh_dir_time(const struct sh_mount *m, uint32_t e, struct stat *st)
+{
+    int64_t t = m->ents[e].mtime;
+    if (!t)
+        return;
+    st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = (time_t)t;
+    st->st_mtim.tv_nsec = st->st_atim.tv_nsec = st->st_ctim.tv_nsec = 0;
 }
 
 /* A skeleton or ancestor directory under CACHE, by descriptor: every directory on the way opened
@@ -361,6 +370,8 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         if (sh_stat_skel(rp, st) == 0) {
             if (m->sub && (rc == 1 || e == 0))
                 st->st_ino = sh_hub_root_ino(m);   /* a hub's repository: the inode of the hub's listing */
+            if (rc == 0)
+                sh_dir_time(m, e, st);
             return 0;
         }
         if (rc == 1) {
