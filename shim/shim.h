@@ -173,6 +173,8 @@ enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };
 
 void sh_init(void);
 int sh_in_vfork(void);
+/* What a fork child does first (pthread_atfork's handler): for a copy made by a raw clone (tree.c's chdir_by_copy) */
+void sh_after_fork_child(void);
 /* One wait of a thread that polls for another thread's work (a mount's index, the cache's decision): 1 ms, then
  * twice as long each time up to 16 ms. Hundreds of threads polling every 1 ms kept 2 cores busy waking up, and the
  * loading thread itself got a 500th of them (512 threads on a cold index: 23-30 s, 3-4 s with this). errno kept. */
