@@ -134,4 +134,6 @@ if len(sys.argv) > 2:   # the mount only (the local folder is writable): writes 
     say("openat2(D, new, O_CREAT)", lambda: openat2(d, "new", os.O_WRONLY | os.O_CREAT, 0))
     say("openat(D, new, O_CREAT)", lambda: raw(libc.syscall(ctypes.c_long(SYS_openat), ctypes.c_long(d), b"new",
                                                              ctypes.c_long(os.O_WRONLY | os.O_CREAT), ctypes.c_long(0o644))))
+    # spelled outside the mounts: the skeleton's own path in the cache (argv[2]), a write the guard refuses
+    say("openat2(skeleton/new, O_CREAT)", lambda: openat2(-100, sys.argv[2] + "/new", os.O_WRONLY | os.O_CREAT, 0))
 print("\n".join(out))
