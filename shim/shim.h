@@ -501,7 +501,9 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
 /* --- sysc.c: syscall() ------------------------------------------------------------------------------------ */
 /* The shim exports syscall() (a program's raw openat2, openat and open: sysc.c); its own raw calls go to libc's,
  * never through that interposer (a lookup of the shim's must see the kernel's answer). */
+#ifndef SH_SYSC_C
 long sh_libc_syscall(long n, ...);
+#endif
 #define syscall sh_libc_syscall
 /* wrap.c: the interposed openat (the shim's answer for a path, guarded writes) */
 int sh_openat_ours(int dirfd, const char *path, int flags, mode_t mode);

@@ -5,14 +5,13 @@
  * resolve flags (EXDEV out of dirfd, ELOOP at a symlink), then opened by the shim; SYS_openat and SYS_open are
  * openat's. Every other number, and every path outside the mounts, goes to libc's syscall() as it is (a write
  * open there is put to the write guard first). The shim's own raw calls use sh_libc_syscall (shim.h). */
+#define SH_SYSC_C 1
 #include "shim.h"
 #undef syscall
 
 #include <linux/openat2.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 typedef long (*syscall_fn)(long, ...);
 
@@ -27,22 +26,17 @@ __attribute__((constructor)) static void sc_prime(void)
     (void)sc_real();
 }
 
-#define SC_ARGS(ap, a)                                                                                      \
-    do {                                                                                                    \
-        for (int i_ = 0; i_ < 6; i_++)                                                                      \
-            (a)[i_] = va_arg((ap), long);                                                                   \
-    } while (0)
-
-/* Six arguments are read whatever the caller passed, as glibc's syscall() reads six registers: past what a caller
- * passed, that is a read of its frame, which ASan would report (no_sanitize_address). */
-__attribute__((no_sanitize_address)) long sh_libc_syscall(long n, ...)
+/* syscall() and sh_libc_syscall() take their six arguments as named ones: a variadic caller passes integers where a
+ * fixed-argument function reads them (the registers, then the caller's stack, on x86-64 and aarch64), and the
+ * sixth is read whatever the caller passed, as glibc's own syscall() reads six registers. No va_list: a variadic
+ * function's register save area would cost 200 bytes of the host's stack on every chain through it (make stack).
+ * Neither unistd.h's variadic declaration is seen here (not included; sh_libc_syscall's C name differs). */
+char *getcwd(char *buf, size_t size);   /* the interposed one (wrap.c): a mount's logical path */
+__attribute__((visibility("hidden"))) long sc_libc_entry(long n, long a0, long a1, long a2, long a3, long a4,
+                                                         long a5) __asm__("sh_libc_syscall");
+long sc_libc_entry(long n, long a0, long a1, long a2, long a3, long a4, long a5)
 {
-    long a[6];
-    va_list ap;
-    va_start(ap, n);
-    SC_ARGS(ap, a);
-    va_end(ap);
-    return sc_real()(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    return sc_real()(n, a0, a1, a2, a3, a4, a5);
 }
 
 #define RES_KNOWN (RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT | \
@@ -65,7 +59,7 @@ static ssize_t sc_readlink(int dirfd, const char *path, char *buf, size_t n)
     if (sh_classify(dirfd, path, &l) != L_NONE)
         k = sh_readlink(&l, buf, n - 1);
     else
-        k = (k = readlinkat(dirfd, path, buf, n - 1)) < 0 ? -errno : k;
+        k = (k = REAL(readlinkat, ssize_t (*)(int, const char *, char *, size_t))(dirfd, path, buf, n - 1)) < 0 ? -errno : k;
     if (k >= 0 && (size_t)k >= n - 1)
         return -ENAMETOOLONG;
     if (k >= 0)
@@ -159,7 +153,8 @@ static int sc_walk(int dirfd, const char *path, uint64_t flags, uint64_t res, ch
 }
 
 /* SYS_openat2: the shim's answer when the spelling is in the mounts, else the real call (-2: ask the kernel) */
-static long sc_openat2(int dirfd, const char *path, const struct open_how *how, size_t size)
+static __attribute__((noinline)) long sc_openat2(int dirfd, const char *path, const struct open_how *how, size_t size,
+                                                  struct sh_scratch *t, int *go_fd)
 {
     if (!path || !how || size < sizeof(struct open_how))
         return -2;
@@ -171,7 +166,6 @@ static long sc_openat2(int dirfd, const char *path, const struct open_how *how, 
     if (sh_outside(dirfd, path))
         return -2;
     int e = errno, in = 0, beneath = (h.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0;
-    SH_SCRATCH(t);
     char *out = t->d, *base = t->c;
     {
         /* the spelling lands in the mounts' tree, or starts from a directory there (a ".." under RESOLVE_IN_ROOT
@@ -215,33 +209,38 @@ static long sc_openat2(int dirfd, const char *path, const struct open_how *how, 
         return -1;
     }
     errno = e;
-    return sh_openat_ours(out[0] == '/' ? AT_FDCWD : dirfd, out, (int)h.flags, (mode_t)h.mode);
+    *go_fd = out[0] == '/' ? AT_FDCWD : dirfd;
+    return 1;   /* the caller opens t->d (out of this frame: make stack) */
 }
 
-__attribute__((no_sanitize_address)) SH_EXPORT long syscall(long n, ...)
+/* a raw openat2 outside the mounts, with write flags: put to the write guard, then the kernel's */
+static __attribute__((noinline)) long sc_openat2_out(long a0, long a1, long a2, long a3)
 {
-    long a[6];
-    va_list ap;
-    va_start(ap, n);
-    SC_ARGS(ap, a);
-    va_end(ap);
-    if (__builtin_expect(!sh_nmounts, 1) || (n != SYS_openat2 && n != SYS_openat && n != SYS_open))
-        return sc_real()(n, a[0], a[1], a[2], a[3], a[4], a[5]);
-    if (n == SYS_open)
-        return sh_openat_ours(AT_FDCWD, (const char *)a[0], (int)a[1], (mode_t)a[2]);
-    if (n == SYS_openat)
-        return sh_openat_ours((int)a[0], (const char *)a[1], (int)a[2], (mode_t)a[3]);
-    long r = sc_openat2((int)a[0], (const char *)a[1], (const struct open_how *)a[2], (size_t)a[3]);
-    if (r != -2)
-        return r;
-    const struct open_how *how = (const struct open_how *)a[2];
-    if (sh_wguard_on && how && (size_t)a[3] >= sizeof *how && (how->flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) &&
-        sh_wguard_slow((int)a[0], (const char *)a[1], SH_W_OPEN, (int)how->flags)) {
+    const struct open_how *how = (const struct open_how *)a2;
+    if (sh_wguard_on && how && (size_t)a3 >= sizeof *how && (how->flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) &&
+        sh_wguard_slow((int)a0, (const char *)a1, SH_W_OPEN, (int)how->flags)) {
         errno = EROFS;   /* a write into the cache, spelled outside the mounts */
         return -1;
     }
-    r = sc_real()(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    long r = sc_real()(SYS_openat2, a0, a1, a2, a3, 0L, 0L);
     if (r >= 0)
         sh_fd_forget((int)r);
     return r;
+}
+
+SH_EXPORT long syscall(long n, long a0, long a1, long a2, long a3, long a4, long a5)
+{
+    if (__builtin_expect(!sh_nmounts, 1) || (n != SYS_openat2 && n != SYS_openat && n != SYS_open))
+        return sc_real()(n, a0, a1, a2, a3, a4, a5);
+    if (n == SYS_open)
+        return sh_openat_ours(AT_FDCWD, (const char *)a0, (int)a1, (mode_t)a2);
+    if (n == SYS_openat)
+        return sh_openat_ours((int)a0, (const char *)a1, (int)a2, (mode_t)a3);
+    SH_SCRATCH(t);
+    int fd = AT_FDCWD;
+    long r = sc_openat2((int)a0, (const char *)a1, (const struct open_how *)a2, (size_t)a3, t, &fd);
+    if (r == 1)
+        return sh_openat_ours(fd, t->d, (int)((const struct open_how *)a2)->flags,
+                              (mode_t)((const struct open_how *)a2)->mode);
+    return r != -2 ? r : sc_openat2_out(a0, a1, a2, a3);
 }
