@@ -114,6 +114,17 @@ static int build(const hfs3_manifest *m, hfs3_buf *out)
         }
         ents[x->parent].child_count++;
     }
+    /* a manifest keeps no time for directories and symlinks: a directory gets the newest mtime of the files below it,
+     * an empty one and a symlink its parent's, so that their time stays while the manifest does (the install's time
+     * made `find -newer` list every directory and `tar`/`cp -a` record the day of the install); 0 when no file has
+     * one (the shim then answers the index file's time). Parents come before their children: one pass back up, one
+     * pass down. */
+    for (size_t i = n - 1; i >= 1; i--)
+        if (ents[i].type != HFS3_IX_SYMLINK && ents[i].mtime > ents[ents[i].parent].mtime)
+            ents[ents[i].parent].mtime = ents[i].mtime;
+    for (size_t i = 1; i < n; i++)
+        if (ents[i].type != HFS3_IX_FILE && !ents[i].mtime)
+            ents[i].mtime = ents[ents[i].parent].mtime;
     /* children runs: prefix sums, then fill in manifest order and sort each run by name */
     uint32_t at = 0;
     for (size_t i = 0; i < n; i++) {

@@ -163,6 +163,9 @@ static void dir_answer(const struct fdent *f, struct stat *st)
     st->st_mode = (st->st_mode & S_IFMT) | 0555;
     if (f->kind == FD_DIR && f->e == 0 && sh_mounts[f->m].sub)
         st->st_ino = sh_hub_root_ino(&sh_mounts[f->m]);
+    const struct sh_mount *m = &sh_mounts[f->m];
+    if (f->kind == FD_DIR && __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken && m->ents)
+        sh_dir_time(m, f->e, st);   /* as stat of its path */
 }
 
 int sh_fd_stat(int fd, struct stat *st)

@@ -84,6 +84,11 @@ static void after_fork_child(void)
     sh_locks_after_fork();
 }
 
+void sh_after_fork_child(void)
+{
+    after_fork_child();
+}
+
 /* Adds one HFS3_MOUNTS complaint to the line logged at the first classified call ("; " between them). */
 static void env_err(const char *fmt, ...)
 {

@@ -437,6 +437,10 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
      * and where the cache's file system cannot, the open fails with the kernel's EINVAL (issue 33 item 7) */
     int keep = flags & (O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_PATH | O_DIRECT);
     int wr = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_APPEND));
+    if (l->link && (flags & O_NOFOLLOW)) {
+        int fd = sh_r.open(l->link, flags, mode);   /* the magic link itself: ELOOP, or O_PATH of the link */
+        return fd >= 0 ? fd : -errno;
+    }
     SH_SCRATCH(t);
     char *rp = t->a;
     int fd;

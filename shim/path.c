@@ -35,6 +35,8 @@ void sh_filter_build(void)
         m[(unsigned char)sh_mounts[i].path[1]] = 1;
     if (sh_nmounts)
         m['.'] = m['/'] = 1;
+    if (sh_nmounts)
+        m['p'] = m['d'] = 1;   /* /proc/self/cwd/..., /dev/fd/N/...: magic links into the mounts (magic_classify) */
     if (sh_env_error[0] && !__atomic_load_n(&sh_env_error_logged, __ATOMIC_ACQUIRE))
         memset(m, 1, sizeof m);
     for (int i = 0; i < 256; i++)
@@ -234,6 +236,7 @@ static int classify_prep(const char *path, struct sh_loc *l, int *dotdot)
     l->kind = L_NONE;
     l->raw = NULL;
     l->kpath = NULL;
+    l->link = NULL;
     l->err = 0;
     if (!maybe)
         return 0;
@@ -460,11 +463,112 @@ int sh_classify(int dirfd, const char *path, struct sh_loc *l)
     return sh_classify_long(dirfd, path, l);
 }
 
+/* The magic link a spelling starts with: "/proc/P/cwd", "/proc/P/fd/N", "/proc/P/task/T/cwd" (P self, thread-self
+ * or a pid), "/dev/fd/N"; its length (the rest of the spelling follows it: "" or "/..."), *fd N (-1 for a cwd),
+ * *own 1 when the descriptor is this process's. 0: no such spelling (other spellings of /proc are left to the
+ * kernel: docs/reference.md's known limits). */
+static long magic_num(const char **q)
+{
+    const char *s = *q;
+    long v = 0;
+    while (*s >= '0' && *s <= '9' && v < (1L << 30))
+        v = v * 10 + (*s++ - '0');
+    if (s == *q || (*s && *s != '/'))
+        return -1;
+    *q = s;
+    return v;
+}
+
+static size_t magic_len(const char *p, int *fd, int *own)
+{
+    const char *q;
+    long v;
+    *fd = -1;
+    *own = 1;
+    if (!strncmp(p, "/dev/fd/", 8)) {
+        q = p + 8;
+    } else {
+        if (strncmp(p, "/proc/", 6))
+            return 0;
+        q = p + 6;
+        if (!strncmp(q, "self/", 5))
+            q += 5;
+        else if (!strncmp(q, "thread-self/", 12))
+            q += 12;
+        else if ((v = magic_num(&q)) >= 0 && *q == '/')
+            *own = v == (long)getpid(), q++;
+        else
+            return 0;
+        if (!strncmp(q, "task/", 5)) {
+            q += 5;
+            if (magic_num(&q) < 0 || *q != '/')
+                return 0;
+            q++;
+        }
+        if (!strncmp(q, "cwd", 3) && (!q[3] || q[3] == '/'))
+            return (size_t)(q + 3 - p);
+        if (strncmp(q, "fd/", 3))
+            return 0;
+        q += 3;
+    }
+    if ((v = magic_num(&q)) < 0)
+        return 0;
+    *fd = (int)v;
+    return (size_t)(q - p);
+}
+
+/* A spelling through a magic link of /proc or /dev/fd whose target is in the mounts' tree (a cwd or a directory
+ * descriptor in a mount's skeleton or an ancestor's, a descriptor the shim returned): the kernel follows the link to
+ * the real directory, the cache's skeleton, which holds only directories; the shim's answer is the logical path's
+ * (the link's target as the kernel gives it for a real folder, then the rest of the spelling). The kind, or -1: no
+ * such spelling, or its link leads elsewhere (the real call answers). A bare link gets l->link. */
+static int magic_classify(const char *path, struct sh_loc *l)
+{
+    int fd, own;
+    size_t n = magic_len(path, &fd, &own);
+    if (!n)
+        return -1;
+    int e = errno, got = 0;
+    SH_SCRATCH(t);
+    char *lg = t->b;
+    if (fd >= 0 && own) {
+        /* a descriptor the shim returned: its entry (an O_PATH one of a file lives on its parent's skeleton) */
+        SH_LOC(b);
+        if (sh_fd_dirloc(fd, &b) && b.kind != L_NONE && strlen(b.path) < SH_PATH)
+            got = 1, strcpy(lg, b.path);
+    }
+    if (!got && n < SH_SCR) {
+        memcpy(t->a, path, n);
+        t->a[n] = 0;
+        ssize_t k = sh_r.readlink(t->a, t->c, SH_SCR - 1);
+        if (k > 0) {
+            t->c[k] = 0;
+            got = t->c[0] == '/' && sh_map_back(t->c, lg, SH_PATH);
+        }
+    }
+    int k = -1;
+    if (got && (size_t)snprintf(t->d, SH_SCR, "%s%s", strcmp(lg, "/") ? lg : "", path[n] ? path + n : "") < SH_PATH) {
+        k = sh_classify_abs(*t->d ? t->d : "/", l);
+        if (k == L_NONE)
+            k = -1;
+        else if (!path[n])
+            l->link = path;
+    }
+    errno = e;
+    return k;
+}
+
 int sh_classify_long(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
+    l->link = NULL;
     if (!sh_nmounts || !path || !*path)
         return L_NONE;
+    if (path[0] == '/' && (path[1] == 'p' || path[1] == 'd')) {
+        int k = magic_classify(path, l);
+        if (k >= 0)
+            return k;
+    }
     if (path[0] == '/')
         return sh_classify_abs(path, l);
     int e = errno;
@@ -512,6 +616,8 @@ static int parent_rules_out(const char *abs)
     if (last_is_link || k <= 0 || real[0] != '/')
         return 0;
     real[k] = 0;
+    if (sh_map_back(real, full, SH_PATH))
+        return 0;   /* a directory of the mounts' skeleton (reached through /proc/self/fd/N): the walk maps it */
     SH_LOC(l);
     if ((size_t)snprintf(full, SH_SCR, "%s%s", real, slash) >= SH_SCR)
         return 0;
@@ -545,6 +651,7 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
 {
     l->kind = L_NONE;
     l->kpath = NULL;
+    l->link = NULL;
     if (!sh_nmounts || !path || !*path)
         return L_NONE;   /* (a spelling of PATH_MAX bytes or more fails with ENAMETOOLONG: never comes here) */
     int e = errno;
@@ -619,6 +726,10 @@ int sh_fallback(int dirfd, const char *path, struct sh_loc *l)
             if (++hops > SH_MAX_HOPS)
                 goto none;
             tgt[k] = 0;
+            /* a magic link of /proc (a cwd, a descriptor) into a mount's skeleton: the logical directory, as for
+             * the spelling from "/" (magic_classify), so that "cwd/x" from /proc/self finds x */
+            if (tgt[0] == '/' && !strncmp(res, "/proc/", 6) && sh_map_back(tgt, tmp, SH_PATH))
+                strcpy(tgt, tmp);
             if ((size_t)snprintf(tmp, SH_SCR, "%s%s", tgt, p) >= SH_SCR)
                 goto none;
             strcpy(rem, tmp);

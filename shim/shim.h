@@ -155,6 +155,9 @@ struct sh_loc {
                                 * out (stat("/models/..")): the real path the kernel would reach, for the real
                                 * call in place of the spelling (path.c kwalk); NULL otherwise */
     struct sh_scratch *scr;    /* taken by the first classification that needs a path, given back by sh_loc_done */
+    const char *link;          /* a spelling that is a bare magic link of /proc or /dev/fd into the mounts' tree
+                                * ("/proc/self/cwd", "/dev/fd/N"): the caller's spelling, for the calls that do not
+                                * follow it (lstat, readlink, O_NOFOLLOW, removals: the link itself); NULL otherwise */
 };
 void sh_scratch_put(struct sh_scratch **s);
 static inline void sh_loc_done(struct sh_loc *l)
@@ -170,6 +173,8 @@ enum { FD_NONE = 0, FD_DIR = 1, FD_FILE = 2, FD_ANC = 3 };
 
 void sh_init(void);
 int sh_in_vfork(void);
+/* What a fork child does first (pthread_atfork's handler): for a copy made by a raw clone (tree.c's chdir_by_copy) */
+void sh_after_fork_child(void);
 /* One wait of a thread that polls for another thread's work (a mount's index, the cache's decision): 1 ms, then
  * twice as long each time up to 16 ms. Hundreds of threads polling every 1 ms kept 2 cores busy waking up, and the
  * loading thread itself got a 500th of them (512 threads on a cold index: 23-30 s, 3-4 s with this). errno kept. */
@@ -483,11 +488,24 @@ int sh_hub_map(const char *r, char *out, size_t outn);
 const char *sh_epath(const struct sh_mount *m, uint32_t e);
 void sh_tree_path(const struct sh_mount *m, const char *rel, char *out, size_t n);
 void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st);
+/* A directory's times from its index entry (the newest file below it, lib/index.c), over its skeleton's real ones
+ * (the install's); left as they are when the index has none (an older writer). */
+void sh_dir_time(const struct sh_mount *m, uint32_t e, struct stat *st);
 void sh_blob_blocks(const struct sh_mount *m, uint32_t e, char *buf, struct stat *st);
 int sh_stat_skel(const char *real, struct stat *st);
 void sh_anc_path(const char *logical, char *out, size_t n);
 /* Resolves l (L_MNT) to an entry: 0 and *e, 1 for the root of a broken mount, -EAGAIN when the mount is
  * unloaded in a vfork child, else -errno. */
 int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, uint32_t *e);
+
+/* --- sysc.c: syscall() ------------------------------------------------------------------------------------ */
+/* The shim exports syscall() (a program's raw openat2, openat and open: sysc.c); its own raw calls go to libc's,
+ * never through that interposer (a lookup of the shim's must see the kernel's answer). */
+#ifndef SH_SYSC_C
+long sh_libc_syscall(long n, ...);
+#endif
+#define syscall sh_libc_syscall
+/* wrap.c: the interposed openat (the shim's answer for a path, guarded writes) */
+int sh_openat_ours(int dirfd, const char *path, int flags, mode_t mode);
 
 #endif

@@ -140,8 +140,17 @@ void sh_stat_synth(const struct sh_mount *m, uint32_t e, struct stat *st)
         st->st_size = x->type == HFS3_IX_DIR ? 4096 : x->target_len;
         st->st_blocks = x->type == HFS3_IX_DIR ? 8 : 0;   /* one 4 KiB block, as st_size says */
         st->st_nlink = x->type == HFS3_IX_DIR ? 2 : 1;
-        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = m->mtime;
+        st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = x->mtime ? (time_t)x->mtime : m->mtime;
     }
+}
+
+void sh_dir_time(const struct sh_mount *m, uint32_t e, struct stat *st)
+{
+    int64_t t = m->ents[e].mtime;
+    if (!t)
+        return;
+    st->st_mtim.tv_sec = st->st_atim.tv_sec = st->st_ctim.tv_sec = (time_t)t;
+    st->st_mtim.tv_nsec = st->st_atim.tv_nsec = st->st_ctim.tv_nsec = 0;
 }
 
 /* A skeleton or ancestor directory under CACHE, by descriptor: every directory on the way opened
@@ -332,6 +341,8 @@ static void stat_dir_synth(const char *logical, struct stat *st)
 
 int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
 {
+    if (l->link && !follow)
+        return sh_r.lstat(l->link, st) == 0 ? 0 : -errno;   /* the magic link itself */
     SH_SCRATCH(t);
     char *rp = t->a;
     if (l->kind == L_ANC) {
@@ -359,6 +370,8 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
         if (sh_stat_skel(rp, st) == 0) {
             if (m->sub && (rc == 1 || e == 0))
                 st->st_ino = sh_hub_root_ino(m);   /* a hub's repository: the inode of the hub's listing */
+            if (rc == 0)
+                sh_dir_time(m, e, st);
             return 0;
         }
         if (rc == 1) {
@@ -396,6 +409,13 @@ ssize_t sh_readlink(const struct sh_loc *l, char *buf, size_t n)
 {
     if (n == 0)
         return -EINVAL;   /* as the kernel, before any lookup */
+    if (l->link) {
+        /* /proc/self/fd/N, /proc/self/cwd into the mounts: the path the kernel gives for a real folder (onnxruntime
+         * checks that an external data file it opened is inside the model's directory) */
+        size_t k = strlen(l->path);
+        memcpy(buf, l->path, k < n ? k : n);
+        return (ssize_t)(k < n ? k : n);
+    }
     if (l->kind == L_ANC) {
         ssize_t k = sh_r.readlink(l->path, buf, n);
         return k >= 0 ? k : errno == ENOENT ? -EINVAL : -errno;
@@ -456,6 +476,73 @@ int sh_access(const struct sh_loc *l, int mode)
     return 0;
 }
 
+/* The skeleton directory a chdir to l (L_MNT) lands in, into rp (SH_SCR): 0, 1 when it cannot be decided in a vfork
+ * child (the mount not loaded: rp is the spelling's place in its skeleton), or -errno. */
+static int chdir_target(const struct sh_loc *l, char *rp)
+{
+    const struct sh_mount *m;
+    uint32_t e;
+    int rc = sh_resolve(l, 1, &m, &e);
+    if (rc == -EAGAIN) {
+        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
+        return 1;
+    }
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
+        return -ENOTDIR;
+    sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
+    return 0;
+}
+
+/* A vfork child's chdir into a mount it cannot answer (subprocess.run(cwd=M/dir) on a fresh cache: no index to map;
+ * a hub's repository: no slot may be claimed in memory shared with the parent). A copy of the process (a raw clone
+ * without CLONE_VM: no fork handlers run, nothing of the parent is written) answers as the parent would, loading
+ * the mount (the helper fetches the manifest, the skeleton is made), and sends back the skeleton directory or the
+ * errno through a pipe; the child, which writes nothing shared, then changes to it. -EIO when it cannot be asked. */
+static int chdir_by_copy(const struct sh_loc *l, char *rp)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -EIO;
+    long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);   /* exit signal 0: no SIGCHLD runs a handler of the host */
+    if (pid == 0) {
+        sh_after_fork_child();   /* a process of its own: loads, spawns and waits as a fork child does */
+        sh_r.close(p[0]);
+        SH_LOC(c);
+        int rc = sh_classify_abs(l->path, &c) == L_MNT ? chdir_target(&c, rp) : -EIO;
+        if (rc == 0) {
+            int fd = skel_open(rp);   /* made now when missing */
+            rc = fd < 0 ? -EIO : 0;
+            if (fd >= 0)
+                sh_r.close(fd);
+        }
+        int w = rc < 0 ? -rc : 0;
+        ssize_t k = write(p[1], &w, sizeof w);
+        if (rc == 0)
+            k = write(p[1], rp, strlen(rp) + 1);
+        (void)k;
+        _exit(0);
+    }
+    sh_r.close(p[1]);
+    int rc = -EIO, w = EIO;
+    if (pid > 0) {
+        size_t got = 0;
+        ssize_t k;
+        char *buf = rp;
+        if (read(p[0], &w, sizeof w) == (ssize_t)sizeof w) {
+            while (got < SH_SCR - 1 && ((k = read(p[0], buf + got, SH_SCR - 1 - got)) > 0 || (k < 0 && errno == EINTR)))
+                got += k > 0 ? (size_t)k : 0;
+            buf[got] = 0;
+            rc = w ? -w : got ? 0 : -EIO;
+        }
+        while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
+            ;
+    }
+    sh_r.close(p[0]);
+    return rc;
+}
+
 int sh_chdir(const struct sh_loc *l)
 {
     SH_SCRATCH(t);
@@ -468,19 +555,21 @@ int sh_chdir(const struct sh_loc *l)
         sh_anc_path(l->path, rp, SH_SCR);
         return skel_chdir(rp) == 0 ? 0 : -ENOENT;
     }
-    const struct sh_mount *m;
-    uint32_t e;
-    int rc = sh_resolve(l, 1, &m, &e);
-    if (rc == -EAGAIN) {
-        /* a vfork child (subprocess cwd=): the skeleton is a real directory, no state needed */
-        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
-        return skel_chdir(rp);
+    int rc = chdir_target(l, rp);
+    if (rc == 1 && skel_chdir(rp) == 0)
+        return 0;   /* a vfork child (subprocess cwd=): the skeleton is a real directory, no state needed */
+    if (rc != 0 && !l->err && sh_in_vfork()) {
+        /* what the child could not decide: the mount not loaded and its skeleton not there (a fresh cache), a hub's
+         * repository (its sub-mount cannot be made here) */
+        rc = chdir_by_copy(l, rp);
+        if (rc == 0)
+            return skel_chdir(rp) == 0 ? 0 : -EIO;
+        return rc;
     }
     if (rc < 0)
         return rc;
-    if (rc == 0 && m->ents[e].type != HFS3_IX_DIR)
-        return -ENOTDIR;
-    sh_tree_path(m, rc == 1 ? "" : sh_epath(m, e), rp, SH_SCR);
+    if (rc == 1)
+        return -EIO;
     return skel_chdir(rp) == 0 ? 0 : -EIO;
 }
 

@@ -288,6 +288,11 @@ static inline __attribute__((always_inline)) int do_open(int dirfd, const char *
     return open_slow(dirfd, path, flags, mode, e, 1);
 }
 
+int sh_openat_ours(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return do_open(dirfd, path, flags, mode);
+}
+
 /* the mode argument, read only when flags say there is one (va_start off the fast path) */
 #define OPEN_MODE(flags, mode)                                                                              \
     mode_t mode = 0;                                                                                        \
@@ -1401,7 +1406,7 @@ static int ro_dots(int d, const char *p, int kind)
     } while (0)
 #define RO1_(DIRFD, P, HOW, KIND, REALEXPR)                                                                 \
     WITH_LOC(DIRFD, P, REALEXPR, rv_ < 0, {                                                                 \
-        if (anc_real(&l_)) {                                                                                \
+        if (anc_real(&l_) || l_.link) { /* a bare magic link (/proc/self/cwd): the guarded real call */     \
             if (l_.kpath)                                                                                   \
                 (P) = l_.kpath;                                                                             \
             errno = e_;                                                                                     \

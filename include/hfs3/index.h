@@ -187,7 +187,8 @@ struct hfs3_index_entry {
     uint32_t resolved;       /* symlinks: the final non-symlink entry, HFS3_INDEX_NONE if dangling */
     uint32_t reserved;
     uint64_t size;           /* files */
-    int64_t mtime;           /* files (0 when unknown) */
+    int64_t mtime;           /* files (0 when unknown); a directory the newest of the files below it, an empty one
+                              * and a symlink its parent's (lib/index.c; 0: none known, or an older writer) */
     uint8_t sha256[32];      /* files */
 };
 

@@ -21,6 +21,12 @@ again through the shim, and compares.
                               pooling) and torch.save (.bin, .pt) models, tiny, made by the libraries themselves
   more MODEL LOCAL            each loaded from MODEL and from LOCAL: equal images (2 denoising steps), embeddings,
                               and torch.load of .bin and .pt with and without mmap=True
+  onnx-gen OUT                an ONNX model (MatMul + Add, opset 17) saved by onnx with its weights as external data
+                              (model.onnx + model.onnx.data, as every export over 2 GB is)
+  onnx MODEL LOCAL            onnx.load (external data read with a raw openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS),
+                              onnx.checker.check_model on the path, and an onnxruntime InferenceSession (which checks
+                              through /proc/self/fd/N that the data file it opened is in the model's directory): each
+                              equal to the LOCAL folder's
   CMD ARGS :: CMD ARGS ...    several commands in one process
 """
 import hashlib, json, os, sys, warnings
@@ -231,6 +237,45 @@ def more_check(mount, local):
     print("; ".join(out))
 
 
+def onnx_gen(out):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((64, 32)).astype(np.float32)
+    b = rng.standard_normal((32,)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "B"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    os.makedirs(out, exist_ok=True)
+    onnx.save_model(model, os.path.join(out, "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx.data", size_threshold=0)
+
+
+def onnx_check(model_dir, local):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    def load(d):
+        m = onnx.load(os.path.join(d, "model.onnx"))
+        onnx.checker.check_model(os.path.join(d, "model.onnx"))
+        s = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+        x = (np.arange(64, dtype=np.float32).reshape(1, 64) - 32) / 16
+        return {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}, s.run(None, {"x": x})[0]
+    mt, my = load(model_dir)
+    lt, ly = load(local)
+    assert sorted(mt) == sorted(lt) == ["B", "W"], (sorted(mt), sorted(lt))
+    assert all(np.array_equal(mt[k], lt[k]) for k in lt), "onnx.load: the external data differ"
+    assert np.array_equal(my, ly), "onnxruntime: the outputs differ"
+    print(f"onnx {onnx.__version__}: onnx.load + check_model, onnxruntime {ort.__version__} InferenceSession of a model "
+          f"with external data: {len(lt)} initializers and the output ({my.size} values) equal the local folder's")
+
+
 def main():
     # "CMD ARGS :: CMD ARGS ...": several commands in one process (the imports cost more than the tiny models)
     argv = sys.argv[1:]
@@ -264,6 +309,10 @@ def run(cmd, args):
         more_gen(*args)
     elif cmd == "more":
         more_check(*args)
+    elif cmd == "onnx-gen":
+        onnx_gen(*args)
+    elif cmd == "onnx":
+        onnx_check(*args)
     else:
         sys.exit(f"real_clients.py: unknown command {cmd}")
 

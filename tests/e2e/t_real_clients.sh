@@ -53,6 +53,19 @@ P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" safetensors /models/qwen "$W
 ok "$(head -1 "$WORK/st.out")"
 ok "$(tail -1 "$WORK/st.out")"
 
+# ONNX with external data (every export over 2 GB): onnx.load opens the data with a raw openat2 through syscall(),
+# onnxruntime reads /proc/self/fd/N of the data file to check it is in the model's directory
+if "$HFS3_PY" -c 'import onnx, onnxruntime' 2>/dev/null; then
+  RC onnx-gen "$WORK/onnx" 2>"$WORK/onnx.err" || { cat "$WORK/onnx.err"; fail "onnx: make the model"; }
+  rclone copy "$WORK/onnx" s3test:models/onnx
+  "$HFS3_BIN" build s3test:models/onnx >/dev/null
+  HFS3_MOUNTS="$HFS3_MOUNTS;/models/onnx=s3test:models/onnx" P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \
+    onnx /models/onnx "$WORK/onnx" >"$WORK/onnx.out" 2>&1 || { cat "$WORK/onnx.out"; fail "onnx, onnxruntime: a model with external data through the shim"; }
+  ok "$(tail -1 "$WORK/onnx.out")"
+else
+  skip_part onnx "onnx and onnxruntime are not in $HFS3_PY (requirements.txt pins them: scripts/deps.sh)"
+fi
+
 # a repo id through the hub mount, offline, as vLLM resolves one
 export HF_HUB_OFFLINE=1
 HF_HUB_CACHE=/models/hub P "$HFS3_PY" "$HFS3_ROOT/tests/e2e/real_clients.py" \

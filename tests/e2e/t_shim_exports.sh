@@ -24,7 +24,7 @@ dlopen posix_spawn_file_actions_addopen posix_spawn_file_actions_addchdir_np pos
 posix_spawn_file_actions_destroy posix_spawn_file_actions_adddup2 posix_spawn_file_actions_addclose
 posix_spawn_file_actions_addclosefrom_np posix_spawn posix_spawnp
 lchmod remove open_by_handle_at __open __open64 _IO_fopen _IO_file_fopen _IO_file_open setmntent updwtmp updwtmpx utmpname utmpxname pututline pututxline login logout logwtmp
-lchown lutimes futimesat utime fchmod fchown futimens futimes __xmknod __xmknodat"
+lchown lutimes futimesat utime fchmod fchown futimens futimes __xmknod __xmknodat syscall"
 exported=$(nm -D --defined-only "$HFS3_SHIM" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 want=$(tr ' ' '\n' <<<"$LIST" | grep . | sort -u)
 missing=$(comm -23 <(echo "$want") <(echo "$exported") | grep . | tr '\n' ' ')
