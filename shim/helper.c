@@ -51,9 +51,73 @@ static const char *helper_path(char *buf, size_t n, const char **why)
     return "hfs3-manifest";
 }
 
-/* posix_spawn the helper with argv (argv[0] filled here): stdin/stdout /dev/null, stderr kept unless quiet
- * (then the shim logs the one line itself, from the cache; HFS3_LOG=debug keeps it), lockfd (if >= 0) as
- * descriptor 3, nothing else inherited, no LD_PRELOAD, default signal dispositions. pid or -errno. */
+/* What the helper's child runs on before its exec (spawn_child): no allocation, no libc function that could be
+ * interposed or touch the shared memory's state, raw system calls only. */
+struct spawn_arg {
+    const char *path;
+    char **argv, **envp;
+    int lockfd;        /* becomes descriptor 3 (-1: none) */
+    int null2;         /* stderr to /dev/null too */
+    int err;           /* the errno of the step that failed (the child shares our memory until its exec) */
+};
+
+/* The child of sh_spawn_helper: clone(CLONE_VM | CLONE_VFORK) with exit signal 0, so that the helper's exit sends
+ * the host no SIGCHLD (issue 41 item 2: a host's handler without SA_RESTART made its own open() fail with EINTR).
+ * It runs on our memory with every signal blocked (the parent blocked them): dispositions to default first (a
+ * handler of the host must never run here), then the descriptors (lockfd as 3, /dev/null on 0, 1 and maybe 2,
+ * nothing else inherited), the empty mask, the exec. A failure: its errno in a->err, exit 127. */
+static int spawn_child(void *p)
+{
+    struct spawn_arg *a = p;
+    unsigned long dfl[8] = {0}, none = 0;   /* a kernel sigaction with SIG_DFL, no flags, an empty mask */
+    for (int sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            syscall(SYS_rt_sigaction, sig, dfl, NULL, sizeof none);
+    long r = 0;
+    if (a->lockfd >= 0)
+        r = a->lockfd == 3 ? syscall(SYS_fcntl, 3, F_SETFD, 0) : syscall(SYS_dup3, a->lockfd, 3, 0);
+    long nfd = r < 0 ? r : syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+    for (int t = 0; t < 3 && nfd >= 0 && r >= 0; t++)
+        if ((t < 2 || a->null2) && nfd != t)
+            r = syscall(SYS_dup3, (int)nfd, t, 0);
+    if (r >= 0 && nfd >= 0) {
+        unsigned first = a->lockfd >= 0 ? 4 : 3;
+        if (syscall(SYS_close_range, first, ~0U, 0) < 0)
+            for (unsigned fd = first; fd < 4096; fd++)
+                syscall(SYS_close, fd);
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+        syscall(SYS_execve, a->path, a->argv, a->envp);
+    }
+    a->err = errno ? errno : EIO;
+    syscall(SYS_exit, 127);
+    return 0;
+}
+
+/* argv[0] looked up in PATH (a name without '/', as a shell would): the first executable match in buf, or NULL */
+static const char *path_lookup(const char *name, char *buf, size_t n)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; ) {
+        const char *c = strchr(p, ':');
+        size_t dl = c ? (size_t)(c - p) : strlen(p);
+        if ((size_t)snprintf(buf, n, "%.*s%s%s", (int)dl, p, dl ? "/" : "", name) < n &&
+            sh_r.access(buf, X_OK) == 0)
+            return buf;
+        if (!c)
+            return NULL;
+        p = c + 1;
+    }
+}
+
+#define SH_SPAWN_STACK (64 * 1024)
+
+/* Runs the helper with argv (argv[0] filled here): stdin/stdout /dev/null, stderr kept unless quiet (then the shim
+ * logs the one line itself, from the cache; HFS3_LOG=debug keeps it), lockfd (if >= 0) as descriptor 3, nothing
+ * else inherited, no LD_PRELOAD, default signal dispositions, an empty mask. Its exit signals nothing to the host:
+ * it is reaped by waitpid(__WALL) (sh_reap), never by the host's wait(). No descriptor of the shim's is made in
+ * the host. pid or -errno. */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
 {
     SH_SCRATCH(t);
@@ -62,6 +126,12 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
         sh_log(3, "helper: %s (%s)", argv[0], why);
+    const char *exe = strchr(argv[0], '/') ? argv[0] : path_lookup(argv[0], t->b, SH_SCR);
+    if (!exe) {
+        sh_log(0, "cannot run the helper %s: %s (HFS3_HELPER names a path; a bare name is looked up in PATH)",
+               argv[0], strerror(ENOENT));
+        return -ENOENT;
+    }
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
@@ -74,46 +144,28 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
             envp[k++] = *e;
     envp[k++] = sh_cache_env;
     envp[k] = NULL;
-    int high = -1;
-    if (lockfd >= 0 && lockfd <= 3) {
-        high = sh_r.fcntl(lockfd, F_DUPFD_CLOEXEC, 10);
-        if (high < 0) {
-            free(envp);
-            return -errno;
-        }
-        lockfd = high;
+    void *stack = mmap(NULL, SH_SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
+        free(envp);
+        return -ENOMEM;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    /* libc's own, not the interposer of dl.c (which would classify /dev/null again, from inside a load) */
-    int (*addopen)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
-        REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
-    addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (quiet && sh_log_level < 2)   /* info and debug keep its stderr */
-        addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    if (lockfd >= 0)
-        posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
-    posix_spawn_file_actions_addclosefrom_np(&fa, lockfd >= 0 ? 4 : 3);
-    sigset_t all, none;
+    struct spawn_arg a = {exe, argv, envp, lockfd, quiet && sh_log_level < 2, 0};   /* info and debug keep stderr */
+    sigset_t all, old;
     sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = -1;
-    /* a name without '/' is looked up in PATH, as a shell would */
-    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, argv, envp)
-                                  : posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int e = errno;
+    pid_t pid = clone(spawn_child, (char *)stack + SH_SPAWN_STACK, CLONE_VM | CLONE_VFORK, &a);
+    int rc = pid < 0 ? errno : a.err;
+    errno = e;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(stack, SH_SPAWN_STACK);
     free(envp);
-    if (high >= 0)
-        sh_r.close(high);
+    if (pid > 0 && rc) {
+        int st;
+        while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
+            ;
+        errno = e;
+    }
     if (rc) {
         sh_log(0, "cannot run the helper %s: %s (HFS3_HELPER names a path; a bare name is looked up in PATH)",
                argv[0], strerror(rc));
@@ -127,7 +179,7 @@ int sh_reap(pid_t pid)
     /* The helper has exited or is exiting (it released the lock, or it double-forked). ECHILD is fine: the
      * host may reap it, or ignore SIGCHLD. */
     int st, e = errno, r;
-    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+    while ((r = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
         ;
     errno = e;
     if (r != pid)
@@ -167,7 +219,7 @@ static void pending_reap(void)
 {
     for (int i = 0; i < SH_PENDING; i++) {
         pid_t p = __atomic_load_n(&pending[i], __ATOMIC_ACQUIRE);
-        if (p > 0 && (waitpid(p, NULL, WNOHANG) != 0))
+        if (p > 0 && (waitpid(p, NULL, WNOHANG | __WALL) != 0))
             __atomic_compare_exchange_n(&pending[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
 }
@@ -470,12 +522,15 @@ static long long now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/* The signals that ask a program to stop: a handler without SA_RESTART for one of them ends a fetch's wait */
+#define SH_STOP_SIG(s) ((s) == SIGINT || (s) == SIGTERM || (s) == SIGHUP || (s) == SIGQUIT)
+
 /* Waits up to ms for a signal that the caller's mask lets through (all are blocked in this thread meanwhile).
  * 0 on timeout or a signal whose handler has SA_RESTART (the handler has run when this returns), -EINTR for
  * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
  * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
  * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
-static int sig_wait(const sigset_t *old, long ms)
+static int sig_wait(const sigset_t *old, long ms, int intr)
 {
     sigset_t set;
     sigfillset(&set);
@@ -494,6 +549,11 @@ static int sig_wait(const sigset_t *old, long ms)
     pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
     pthread_sigmask(SIG_SETMASK, &cur, NULL);
     if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+        return 0;
+    /* the shim's own wait goes on (issue 41 item 2: an open of a regular file on a local file system never gives
+     * EINTR; a SIGALRM watchdog or a SIGWINCH ended it): only a request to stop ends a file's fetch wait (intr),
+     * as on a network file system mounted "intr" - Ctrl-C in Python stays a KeyboardInterrupt at once */
+    if (!intr || !SH_STOP_SIG(sig))
         return 0;
     return (sa.sa_flags & SA_RESTART) ? 0 : -EINTR;
 }
@@ -568,7 +628,7 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     long wait = 2 + waiters / 4;
     int rc;
     for (;;) {
-        if ((rc = sig_wait(&old, wait < 20 ? wait : 20)) < 0)
+        if ((rc = sig_wait(&old, wait < 20 ? wait : 20, j->sha != NULL)) < 0)
             break;
         if (j->cancel)
             cancel_point(fd, j, helper);
