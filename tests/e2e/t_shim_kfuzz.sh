@@ -54,9 +54,9 @@ seeds="1 2 8 25 363 377 551 583 644 669"
 # descriptor numbers are compared (an open's line shows the number it returned: the kernel's lowest free one), and
 # these seeds run under a signal storm (KFUZZ_STORM=1: SIGALRM every 200 us and SIGCHLD, handlers without
 # SA_RESTART), through the shim and for the kernel alike (issue 41); KFUZZ_STORM=1 storms every seed
-storm_seeds=" 2 377 583 669 "
+storm_seeds=" 2 377 583 669 " storm_all=${KFUZZ_STORM:-0}
 for seed in $seeds; do
-  if [ "${KFUZZ_STORM:-}" = 1 ] || [[ "$storm_seeds" == *" $seed "* ]]; then export KFUZZ_STORM=1; else export KFUZZ_STORM=0; fi
+  if [ "$storm_all" = 1 ] || [[ "$storm_seeds" == *" $seed "* ]]; then export KFUZZ_STORM=1; else export KFUZZ_STORM=0; fi
   run_kernel "$seed" >"$WORK/kernel.$seed" 2>&1
   run_shim "$seed" >"$WORK/shim.$seed" 2>"$WORK/shim.$seed.err"
   rc=$?
