@@ -229,7 +229,9 @@ static void load(struct sh_mount *m)
     } else if (m->broken && !refused && local) {
         /* not "none cached": the index may well be there (issue 41: "HFS3_OFFLINE=1 and none cached" with one
          * descriptor left) */
-        sh_log(1, "%s: cannot load the manifest of %s now: %s (tried again at the next call)", m->path, m->remote,
+        static int said;   /* once per process at the default level: a shortage may last many calls */
+        sh_log(__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) ? 2 : 1,
+               "%s: cannot load the manifest of %s now: %s (tried again at the next call)", m->path, m->remote,
                strerror(-local));
     } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);

@@ -24,7 +24,7 @@ MP=$WORK/mnt/plain H=$WORK/mnt/hub
 FIX=$HFS3_CACHE_DIR FIXMOUNTS=$HFS3_MOUNTS
 export HFS3_MOUNTS="$MP=s3test:models/plain;$H=s3test:models/hub" HFS3_HELPER=$HFS3_BIN HFS3_PREFETCH=0
 unset HFS3_OFFLINE
-plain_files=$(cd "$WORK/src/plain" && find . -type f | sed 's|^\./||' | sort)
+plain_files=$(cd "$WORK/src/plain" && find . -type f | sed 's|^\./||' | grep -v '^\.cache/' | sort)
 hub_files=$(cd "$WORK/hsrc" && find . -type f -o -type l | sed 's|^\./||' | grep snapshots | sort)
 first=$(head -1 <<<"$plain_files")
 fresh() { export HFS3_CACHE_DIR=$WORK/cache.$1; rm -rf "$HFS3_CACHE_DIR"; }
@@ -40,13 +40,11 @@ def num(what, f):
     except OSError as e: say(what, os.strerror(e.errno)); return -1
 os.close(0)
 fd = num("write-open outside, 0 free", lambda: os.open(os.path.join(out, "w1"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)); os.close(fd)
-d = os.open(out, os.O_RDONLY | os.O_DIRECTORY); os.close(0)
-fd = num("openat write outside, 0 free", lambda: os.open("w2", os.O_RDWR | os.O_CREAT, 0o644, dir_fd=d)); os.close(fd); os.close(d)
+d = os.open(out, os.O_RDONLY | os.O_DIRECTORY); os.dup2(d, 50); os.close(d)
+fd = num("openat write outside, 0 free", lambda: os.open("w2", os.O_RDWR | os.O_CREAT, 0o644, dir_fd=50)); os.close(fd); os.close(50)
 fd = num("cold read-only open in the mount, 0 free", lambda: os.open(os.path.join(root, rel[0]), os.O_RDONLY))
 say("  bytes", len(os.read(fd, 1 << 24))); os.close(fd)
 fd = num("O_RDONLY|O_CREAT of a mount file, 0 free", lambda: os.open(os.path.join(root, rel[1]), os.O_RDONLY | os.O_CREAT, 0o644)); os.close(fd)
-num("O_WRONLY of a mount file", lambda: os.open(os.path.join(root, rel[1]), os.O_WRONLY))
-num("O_CREAT of a new name in the mount", lambda: os.open(os.path.join(root, "new"), os.O_WRONLY | os.O_CREAT, 0o644))
 fd = num("directory of the mount, 0 free", lambda: os.open(root, os.O_RDONLY | os.O_DIRECTORY)); os.close(fd)
 # the daemon idiom
 os.close(1); os.close(2)
