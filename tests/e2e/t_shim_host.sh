@@ -111,6 +111,24 @@ shim_check "one descriptor left: a mount's first touch is the kernel's number or
   grep -qx "$(cat "$WORK/short.kernel")\|Too many open files" "$WORK/short.shim"
 shim_check "... and no log line saying nothing is cached" test -z "$(grep 'none cached\|no index' "$WORK/fs.shim.err")"
 
+# with one descriptor left, a write-open of /proc/self/fd/N (N: a file of the mount, a blob) is refused and
+# writes nothing: the guard looks at the link's target without a descriptor of its own
+cat >"$WORK/trunc.py" <<'PY'
+import os, sys, resource
+fd = os.open(sys.argv[1], os.O_RDONLY)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+fill = []
+while True:
+    try: fill.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError: break
+os.close(fill.pop())
+try: os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_TRUNC); print("opened")
+except OSError as e: print(os.strerror(e.errno))
+PY
+out=$(HFS3_OFFLINE=1 HFS3_MOUNTS=$FIXMOUNTS LD_PRELOAD=$HFS3_SHIM python3 "$WORK/trunc.py" "$M/flat/a.txt" 2>&1); echo "$out"
+shim_check "one left: O_WRONLY|O_TRUNC of /proc/self/fd/N on a mount file: EROFS, and the file keeps its bytes" \
+  test "$out" = "Read-only file system" -a "$(HFS3_OFFLINE=1 HFS3_MOUNTS=$FIXMOUNTS LD_PRELOAD=$HFS3_SHIM cat "$M/flat/a.txt")" = "$(cat "$WORK/fx/src/flat/a.txt")"
+
 # --- 2. signals ---------------------------------------------------------------------------------------------------
 # a storm during the first load of a plain mount (C: any EINTR shows) on an empty cache
 hub_rel=$(sed 's|^|models--org--a/|; s|^models--org--a/models--org--a/|models--org--a/|' <<<"$hub_files")
