@@ -114,7 +114,7 @@ static __attribute__((no_sanitize_address, no_sanitize_undefined)) int spawn_chi
         r = s->lockfd == 3 ? raw_sc(SYS_fcntl, 3, F_SETFD, 0, 0, 0) : raw_sc(SYS_dup3, s->lockfd, 3, 0, 0, 0);
     long nfd = r < 0 ? r : raw_sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0);
     for (int t = 0; t < 3 && nfd >= 0 && r >= 0; t++)
-        if ((t < 2 || s->null2) && nfd != t)
+        if ((t < 2 || s->null2 || s->lockfd == t) && nfd != t)   /* (2 the lock: the host had closed its stderr) */
             r = raw_sc(SYS_dup3, nfd, t, 0, 0, 0);
     if (nfd < 0)
         r = nfd;
