@@ -183,4 +183,49 @@ for i in $(seq 1 15); do
   cmp -s "$WORK/sc.kernel" "$WORK/sc.shim" || { bad=$((bad + 1)); diff "$WORK/sc.kernel" "$WORK/sc.shim" | head -5; }
 done
 shim_check "SIGCHLD handler without SA_RESTART, cold opens, 15 runs: the kernel's answers, no SIGCHLD from the helper" test "$bad" = 0
+# the helper's own process holds none of the host's descriptors: a pipe's reader sees its EOF while a fetch runs
+# (the stand-in helper, held at a gate: FAKE_GET_MODE=gate)
+cat >"$WORK/pipe.py" <<'PY'
+import os, select, sys, threading
+r, w = os.pipe()
+t = threading.Thread(target=lambda: print("read", len(open(sys.argv[1], "rb").read()), flush=True))
+t.start()
+while not any(l.startswith("_get") for l in open(os.environ["FAKE_LOG"])): select.select([], [], [], 0.05)
+os.close(w)
+ready = select.select([r], [], [], 20)[0]
+print("eof while the fetch runs" if ready and os.read(r, 1) == b"" else "no eof", flush=True)
+open(os.environ["FAKE_GATE"], "w").close()
+t.join()
+PY
+fresh pipe
+cp -a "$FIX" "$HFS3_CACHE_DIR" && rm -rf "$HFS3_CACHE_DIR/blobs" && mkdir "$HFS3_CACHE_DIR/blobs"
+: >"$WORK/fake.log"
+out=$(HFS3_MOUNTS=$FIXMOUNTS FAKE_LOG=$WORK/fake.log FAKE_FX=$WORK/fx FAKE_MK=$MK FAKE_GET_MODE=gate \
+  FAKE_GATE=$WORK/gate HFS3_HELPER=$HFS3_ROOT/tests/e2e/shim_fake_helper.sh LD_PRELOAD=$HFS3_SHIM \
+  timeout 120 python3 "$WORK/pipe.py" "$M/flat/a.txt" 2>&1); echo "$out"
+shim_check "a pipe's write end closed by the host: EOF while the helper fetches (the helper's process holds no copy)" \
+  test "$out" = "$(printf 'eof while the fetch runs\nread 13')"
+
+# a first load that failed for the helper's reason (no manifest on S3 yet) is tried again by a call 2 s later
+cat >"$WORK/late.py" <<'PY'
+import os, sys, time
+p = sys.argv[1]
+try: os.stat(p); print("there at once")
+except OSError as e: print("first:", e.strerror)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]): time.sleep(0.05)
+time.sleep(2.5)   # (past SH_RETRY_S: the shim loads again)
+print("later:", len(open(p, "rb").read()))
+PY
+fresh late
+gen flat "$WORK/src/late" --shards 0.1 --seed 43 >/dev/null
+LD_PRELOAD=$HFS3_SHIM HFS3_MOUNTS="$WORK/mnt/late=s3test:models/late" python3 "$WORK/late.py" "$WORK/mnt/late/config.json" \
+  "$WORK/late.asked" "$WORK/late.built" >"$WORK/late.out" 2>"$WORK/late.err" &
+lp=$!
+for i in $(seq 1 600); do [ -e "$WORK/late.asked" ] && break; sleep 0.1; done
+rclone copy --links "$WORK/src/late" s3test:models/late && "$HFS3_BIN" build s3test:models/late >/dev/null 2>&1
+touch "$WORK/late.built"; wait $lp
+cat "$WORK/late.out" "$WORK/late.err"
+shim_check "no manifest at the first load, built meanwhile: the same process reads it 2 s later" \
+  test "$(cat "$WORK/late.out")" = "$(printf 'first: Input/output error\nlater: %s' "$(stat -c %s "$WORK/src/late/config.json")")"
 exit $((SHIM_FAILS > 0))
