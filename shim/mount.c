@@ -127,9 +127,14 @@ static void check_now(struct sh_mount *m)
 
 static int sub_quiet(const struct sh_mount *m);
 
-/* errnos of a load that may pass: the process's descriptors or memory, a signal, a stall */
-#define LOAD_LOCAL_ERR(e) ((e) == EMFILE || (e) == ENFILE || (e) == ENOMEM || (e) == EAGAIN || (e) == EINTR || \
-                           (e) == ETIMEDOUT)
+/* errnos of a load that may pass, the process's own: its descriptors or memory, a signal */
+#define LOAD_LOCAL_ERR(e) ((e) == EMFILE || (e) == ENFILE || (e) == ENOMEM || (e) == EAGAIN || (e) == EINTR)
+
+/* The level of a load's failure line: 0 the first time for m, 2 (info) for the loads tried again after it */
+static int told(struct sh_mount *m)
+{
+    return __atomic_exchange_n(&m->told, 1, __ATOMIC_RELAXED) ? 2 : 0;
+}
 
 static void load(struct sh_mount *m)
 {
@@ -178,14 +183,7 @@ static void load(struct sh_mount *m)
     m->broken = 1;
     snprintf(p, SH_SCR, "%s/index", m->dir);
     int fd = said_no ? -1 : sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    /* a failure that may pass (issue 41): no descriptor or memory for the lock, the helper or the index (the
-     * call gets the errno, the next one loads again), or the helper's own failure with nothing cached (a network
-     * error: loaded again SH_RETRY_S later). Never remembered for the life of the process. */
-    int local = fd < 0 && !said_no && LOAD_LOCAL_ERR(errno) ? -errno : LOAD_LOCAL_ERR(-lrc) ? lrc : 0;
-    if (local)
-        __atomic_store_n(&m->retry, local, __ATOMIC_RELEASE);
-    else if (fd < 0 && !said_no && (lrc > 0 && lrc != 3))
-        __atomic_store_n(&m->retry, 1, __ATOMIC_RELEASE);
+    int oe = fd < 0 ? errno : 0;
     int refused = fd < 0 && errno == ELOOP && !said_no;
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);
@@ -221,7 +219,18 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused && !said_no && sh_hub_load(m)) {
+    int hub = m->broken && !refused && !said_no && sh_hub_load(m);
+    /* no index, not a hub, for a reason that may pass (issue 41): no descriptor or memory for the lock, the helper
+     * or the index (the call gets the errno, the next one loads again), or the helper's own failure with nothing
+     * cached, a network error or a stall (loaded again by a call SH_RETRY_S later). Never remembered for the life
+     * of the process; a refusal, an index not valid or not trusted is. */
+    int local = 0;
+    if (m->broken && !hub && !refused && !said_no) {
+        local = LOAD_LOCAL_ERR(oe) ? -oe : LOAD_LOCAL_ERR(-lrc) ? lrc : 0;
+        if (local || (lrc > 0 && lrc != 3) || lrc == -ETIMEDOUT)
+            __atomic_store_n(&m->retry, local ? local : 1, __ATOMIC_RELEASE);
+    }
+    if (hub) {
         sh_mkdirs(lk);   /* a hub: its root is its skeleton, its repositories sub-mounts */
     } else if (m->broken && !refused && mkerr < 0 && why[0]) {
         sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
@@ -240,12 +249,12 @@ static void load(struct sh_mount *m)
         if (said_no || sub_quiet(m))
             ;   /* the helper said why on its stderr, kept with an index cached: one line, not two */
         else if (why[0])   /* the helper's line names the remote */
-            sh_log(0, "%s: %s", m->path, why);
+            sh_log(told(m), "%s: %s", m->path, why);
         else if (sh_offline)
-            sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "
-                   "with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
+            sh_log(told(m), "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s "
+                   "online with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
         else
-            sh_log(0, "%s: no manifest for %s: no index in the cache", m->path, m->remote);
+            sh_log(told(m), "%s: no manifest for %s: no index in the cache", m->path, m->remote);
         sh_mkdirs(lk);
     }
     if (sh_r.stat(lk, &st) == 0 || sh_r.stat(sh_cache, &st) == 0)

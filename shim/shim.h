@@ -87,6 +87,7 @@ struct sh_mount {
     int retry;                 /* atomic: the last load failed for a reason that may pass (issue 41): -errno of a local
                                 * one (descriptors, memory: loaded again at the next call, which gets it), 1 the
                                 * helper's (a network error: loaded again at a call SH_RETRY_S later); 0 none */
+    int told;                  /* atomic: a load's failure was logged (the loads tried again log at info) */
 };
 #define SH_RETRY_S 2
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
