@@ -79,7 +79,7 @@ static inline long raw_sc(long n, long a, long b, long c, long d, long e)
  * says its pid, waits for it and keeps its status here, then exits, signalling nobody. sh_reap reaps mid
  * (waitpid __WALL: the host's wait() never takes it) and gives the helper's status. mid runs on our memory with
  * every signal blocked and default dispositions (its own table: no host handler runs there), raw system calls
- * only (raw_sc), and holds no descriptor of the host's but the lock (and stderr when the helper keeps it). */
+ * only (raw_sc), and holds no descriptor once the helper has started. */
 struct spawn_slot {
     pid_t mid;          /* atomic: 0 free, -1 claimed, else mid's pid */
     int helper;         /* atomic (futex): 0 until mid says: the helper's pid, or -errno */
@@ -136,16 +136,13 @@ static __attribute__((no_sanitize_address, no_sanitize_undefined)) int spawn_mid
 {
     struct spawn_slot *s = p;
     all_default();
-    /* no descriptor of the host's kept open meanwhile (a pipe's end would never see its EOF): the lock and the
-     * stderr the helper keeps only */
-    int keep2 = !s->null2;
-    for (int fd = 0; fd < 3; fd++)
-        if (fd != s->lockfd && !(fd == 2 && keep2))
-            raw_sc(SYS_close, fd, 0, 0, 0, 0);
-    if (s->lockfd > 3)
-        raw_sc(SYS_close_range, 3, (unsigned)s->lockfd - 1, 0, 0, 0);
-    raw_sc(SYS_close_range, s->lockfd >= 3 ? (unsigned)s->lockfd + 1 : 3, ~0U, 0, 0, 0);
     long h = clone(spawn_child, s->stack + SH_SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+    /* the helper has its copies now (it execed): mid keeps none of the host's descriptors (a pipe's end would
+     * never see its EOF) nor the lock, which is free the moment the helper exits, as before mid (the helper's
+     * detached flush takes the blob's lock once it is gone: t_shim_shared) */
+    if (raw_sc(SYS_close_range, 0, ~0U, 0, 0, 0) < 0)
+        for (int fd = 0; fd < 4096; fd++)
+            raw_sc(SYS_close, fd, 0, 0, 0, 0);
     int err = h < 0 ? EAGAIN : s->err;
     int st = 0;
     if (h > 0 && err)
