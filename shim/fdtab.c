@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -283,3 +284,44 @@ int sh_fd_dirloc(int fd, struct sh_loc *l)
     return sh_map_back(real, lg, SH_PATH) && sh_classify_abs(lg, l) != L_NONE;
 }
 
+
+/* --- the shim's own descriptors and the program's numbers (issue 41 item 1) ---------------------------- */
+
+/* See shim.h. */
+int sh_fd_aside(int fd)
+{
+    int e = errno;
+    /* SH_FD_ASIDE_TOP - 16 and up when the soft limit allows it, else the last 16 below the soft limit; never at or
+     * below fd, which is closed here and is the number the program's call is to be given */
+    int arg = SH_FD_ASIDE_TOP - 16, h = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, arg > fd ? arg : fd + 1);
+    if (h < 0 && errno == EINVAL) {
+        struct rlimit rl;
+        arg = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 16 && rl.rlim_cur < SH_FD_ASIDE_TOP
+                  ? (int)rl.rlim_cur - 16 : fd + 1;
+        h = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, arg > fd ? arg : fd + 1);
+    }
+    if (h < 0 && arg > fd + 1)
+        h = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+    if (h < 0) {
+        errno = e;
+        return -1;
+    }
+    sh_r.close(fd);
+    errno = e;
+    return h;
+}
+
+/* See shim.h. */
+int sh_fd_low(int fd, int cloexec)
+{
+    int e = errno;
+    int low = sh_r.fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+    if (low >= 0 && low < fd) {
+        sh_r.close(fd);
+        fd = low;
+    } else if (low >= 0) {
+        sh_r.close(low);
+    }
+    errno = e;
+    return fd;
+}

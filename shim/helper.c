@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <linux/futex.h>
 
 extern char **environ;
 
@@ -51,9 +52,135 @@ static const char *helper_path(char *buf, size_t n, const char **why)
     return "hfs3-manifest";
 }
 
-/* posix_spawn the helper with argv (argv[0] filled here): stdin/stdout /dev/null, stderr kept unless quiet
- * (then the shim logs the one line itself, from the cache; HFS3_LOG=debug keeps it), lockfd (if >= 0) as
- * descriptor 3, nothing else inherited, no LD_PRELOAD, default signal dispositions. pid or -errno. */
+/* A system call that leaves errno alone: the helper's parent process below shares our memory, and so the errno of
+ * whichever host thread started it; -errno on failure. */
+static inline long raw_sc(long n, long a, long b, long c, long d, long e)
+{
+#if defined(__x86_64__)
+    long r;
+    register long r10 __asm__("r10") = d, r8 __asm__("r8") = e;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+    return r;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b, x2 __asm__("x2") = c,
+                  x3 __asm__("x3") = d, x4 __asm__("x4") = e;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory", "cc");
+    return x0;
+#else
+    long r = syscall(n, a, b, c, d, e);
+    return r < 0 ? -errno : r;
+#endif
+}
+
+/* One helper being run (issue 41 item 2). Its exit must not signal the host: every child that execs sends its
+ * parent SIGCHLD when it exits (exec sets the exit signal back to SIGCHLD), and a host's handler without SA_RESTART
+ * then failed the host's own open() with EINTR. So the helper is the child of a small process of ours, `mid`:
+ * clone(CLONE_VM) with exit signal 0 and no exec, which starts the helper (clone(CLONE_VM | CLONE_VFORK), exec),
+ * says its pid, waits for it and keeps its status here, then exits, signalling nobody. sh_reap reaps mid
+ * (waitpid __WALL: the host's wait() never takes it) and gives the helper's status. mid runs on our memory with
+ * every signal blocked and default dispositions (its own table: no host handler runs there), raw system calls
+ * only (raw_sc), and holds no descriptor once the helper has started. */
+struct spawn_slot {
+    pid_t mid;          /* atomic: 0 free, -1 claimed, else mid's pid */
+    int helper;         /* atomic (futex): 0 until mid says: the helper's pid, or -errno */
+    int status;         /* the helper's wait status, set before mid exits */
+    char *stack;        /* SH_SPAWN_STACK bytes: mid's on the upper half, the helper's child on the lower */
+    const char *path;
+    char **argv, **envp;
+    int lockfd;         /* becomes descriptor 3 (-1: none) */
+    int null2;          /* stderr to /dev/null too */
+    int err;            /* the errno of the helper child's step that failed (it shares our memory until its exec) */
+};
+#define SH_SPAWN_SLOTS 256
+#define SH_SPAWN_STACK (64 * 1024)
+static struct spawn_slot spawn_slots[SH_SPAWN_SLOTS];
+
+/* every signal's disposition to default, in the calling process's own table */
+static __attribute__((no_sanitize_address, no_sanitize_undefined)) void all_default(void)
+{
+    unsigned long dfl[8] = {0};   /* a kernel sigaction: SIG_DFL, no flags, an empty mask */
+    for (int sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            raw_sc(SYS_rt_sigaction, sig, (long)dfl, 0, 8, 0);
+}
+
+/* The helper's child, on our memory until its exec: the descriptors (lockfd as 3, /dev/null on 0, 1 and maybe 2,
+ * nothing else), the empty mask, the exec. A failure: its errno in s->err, exit 127. */
+static __attribute__((no_sanitize_address, no_sanitize_undefined)) int spawn_child(void *p)
+{
+    struct spawn_slot *s = p;
+    long r = 0, none = 0;
+    if (s->lockfd >= 0)
+        r = s->lockfd == 3 ? raw_sc(SYS_fcntl, 3, F_SETFD, 0, 0, 0) : raw_sc(SYS_dup3, s->lockfd, 3, 0, 0, 0);
+    long nfd = r < 0 ? r : raw_sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0);
+    for (int t = 0; t < 3 && nfd >= 0 && r >= 0; t++)
+        if ((t < 2 || s->null2 || s->lockfd == t) && nfd != t)   /* (2 the lock: the host had closed its stderr) */
+            r = raw_sc(SYS_dup3, nfd, t, 0, 0, 0);
+    if (nfd < 0)
+        r = nfd;
+    if (r >= 0) {
+        unsigned first = s->lockfd >= 0 ? 4 : 3;
+        if (raw_sc(SYS_close_range, first, ~0U, 0, 0, 0) < 0)
+            for (unsigned fd = first; fd < 4096; fd++)
+                raw_sc(SYS_close, fd, 0, 0, 0, 0);
+        raw_sc(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
+        r = raw_sc(SYS_execve, (long)s->path, (long)s->argv, (long)s->envp, 0, 0);
+    }
+    s->err = r < 0 ? (int)-r : EIO;
+    raw_sc(SYS_exit, 127, 0, 0, 0, 0);
+    return 0;
+}
+
+/* mid (see struct spawn_slot): starts the helper, says its pid (futex wake), waits for it, exits */
+static __attribute__((no_sanitize_address, no_sanitize_undefined)) int spawn_mid(void *p)
+{
+    struct spawn_slot *s = p;
+    all_default();
+    long h = clone(spawn_child, s->stack + SH_SPAWN_STACK / 2, CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+    /* the helper has its copies now (it execed): mid keeps none of the host's descriptors (a pipe's end would
+     * never see its EOF) nor the lock, which is free the moment the helper exits, as before mid (the helper's
+     * detached flush takes the blob's lock once it is gone: t_shim_shared) */
+    if (raw_sc(SYS_close_range, 0, ~0U, 0, 0, 0) < 0)
+        for (int fd = 0; fd < 4096; fd++)
+            raw_sc(SYS_close, fd, 0, 0, 0, 0);
+    int err = h < 0 ? EAGAIN : s->err;
+    int st = 0;
+    if (h > 0 && err)
+        raw_sc(SYS_wait4, h, (long)&st, __WALL, 0, 0);
+    __atomic_store_n(&s->helper, err ? -err : (int)h, __ATOMIC_RELEASE);
+    raw_sc(SYS_futex, (long)&s->helper, FUTEX_WAKE_PRIVATE, 1, 0, 0);
+    if (!err) {
+        while (raw_sc(SYS_wait4, h, (long)&st, __WALL, 0, 0) == -EINTR)
+            ;
+        __atomic_store_n(&s->status, st, __ATOMIC_RELEASE);
+    }
+    raw_sc(SYS_exit, 0, 0, 0, 0, 0);
+    return 0;
+}
+
+/* argv[0] looked up in PATH (a name without '/', as a shell would): the first executable match in buf, or NULL */
+static const char *path_lookup(const char *name, char *buf, size_t n)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; ) {
+        const char *c = strchr(p, ':');
+        size_t dl = c ? (size_t)(c - p) : strlen(p);
+        if ((size_t)snprintf(buf, n, "%.*s%s%s", (int)dl, p, dl ? "/" : "", name) < n &&
+            sh_r.access(buf, X_OK) == 0)
+            return buf;
+        if (!c)
+            return NULL;
+        p = c + 1;
+    }
+}
+
+/* Runs the helper with argv (argv[0] filled here): stdin/stdout /dev/null, stderr kept unless quiet (then the shim
+ * logs the one line itself, from the cache; HFS3_LOG=debug keeps it), lockfd (if >= 0) as descriptor 3, nothing
+ * else inherited, no LD_PRELOAD, default signal dispositions, an empty mask, as the child of mid (struct
+ * spawn_slot): its exit signals nothing to the host. No descriptor of the shim's is made in the host. The helper's
+ * pid (sh_reap reaps it) or -errno. */
 pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
 {
     SH_SCRATCH(t);
@@ -62,58 +189,74 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
         sh_log(3, "helper: %s (%s)", argv[0], why);
+    const char *exe = strchr(argv[0], '/') ? argv[0] : path_lookup(argv[0], t->b, SH_SCR);
+    int rc = exe ? 0 : ENOENT;
+    struct spawn_slot *s = NULL;
+    for (int i = 0; !rc && i < SH_SPAWN_SLOTS && !s; i++) {
+        pid_t z = 0;
+        if (__atomic_compare_exchange_n(&spawn_slots[i].mid, &z, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            s = &spawn_slots[i];
+    }
+    if (!rc && !s)
+        rc = EAGAIN;   /* 256 helpers of this process running at once */
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
-    char **envp = malloc((ne + 2) * sizeof *envp);
-    if (!envp)
-        return -ENOMEM;
-    size_t k = 0;
-    for (char **e = environ; e && *e; e++)
-        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "HFS3_CACHE_DIR=", 15))
-            envp[k++] = *e;
-    envp[k++] = sh_cache_env;
-    envp[k] = NULL;
-    int high = -1;
-    if (lockfd >= 0 && lockfd <= 3) {
-        high = sh_r.fcntl(lockfd, F_DUPFD_CLOEXEC, 10);
-        if (high < 0) {
-            free(envp);
-            return -errno;
-        }
-        lockfd = high;
+    char **envp = rc ? NULL : malloc((ne + 2) * sizeof *envp);
+    if (!rc && !envp)
+        rc = ENOMEM;
+    if (!rc) {
+        size_t k = 0;
+        for (char **e = environ; e && *e; e++)
+            if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "HFS3_CACHE_DIR=", 15))
+                envp[k++] = *e;
+        envp[k++] = sh_cache_env;
+        envp[k] = NULL;
+        s->stack = mmap(NULL, SH_SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (s->stack == MAP_FAILED)
+            rc = ENOMEM;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    /* libc's own, not the interposer of dl.c (which would classify /dev/null again, from inside a load) */
-    int (*addopen)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
-        REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
-    addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (quiet && sh_log_level < 2)   /* info and debug keep its stderr */
-        addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    if (lockfd >= 0)
-        posix_spawn_file_actions_adddup2(&fa, lockfd, 3);
-    posix_spawn_file_actions_addclosefrom_np(&fa, lockfd >= 0 ? 4 : 3);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    /* a name without '/' is looked up in PATH, as a shell would */
-    int rc = strchr(argv[0], '/') ? posix_spawn(&pid, argv[0], &fa, &at, argv, envp)
-                                  : posix_spawnp(&pid, argv[0], &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    if (!rc) {
+        s->path = exe;
+        s->argv = argv;
+        s->envp = envp;
+        s->lockfd = lockfd;
+        s->null2 = quiet && sh_log_level < 2;   /* info and debug keep its stderr */
+        s->err = 0;
+        s->status = 0;
+        __atomic_store_n(&s->helper, 0, __ATOMIC_RELEASE);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);   /* mid starts with all blocked, and stays so */
+        int e = errno;
+        pid_t mid = clone(spawn_mid, s->stack + SH_SPAWN_STACK, CLONE_VM, s);
+        if (mid < 0) {
+            rc = errno;
+        } else {
+            __atomic_store_n(&s->mid, mid, __ATOMIC_RELEASE);
+            int h;
+            while ((h = __atomic_load_n(&s->helper, __ATOMIC_ACQUIRE)) == 0)
+                syscall(SYS_futex, &s->helper, FUTEX_WAIT_PRIVATE, 0, NULL);
+            if (h < 0) {
+                rc = -h;
+                int st;
+                while (waitpid(mid, &st, __WALL) < 0 && errno == EINTR)
+                    ;
+            } else {
+                pid = h;
+            }
+        }
+        errno = e;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
     free(envp);
-    if (high >= 0)
-        sh_r.close(high);
+    if (rc && s) {
+        if (s->stack && s->stack != MAP_FAILED)
+            munmap(s->stack, SH_SPAWN_STACK);
+        s->stack = NULL;
+        __atomic_store_n(&s->mid, 0, __ATOMIC_RELEASE);
+    }
     if (rc) {
         sh_log(0, "cannot run the helper %s: %s (HFS3_HELPER names a path; a bare name is looked up in PATH)",
                argv[0], strerror(rc));
@@ -122,15 +265,37 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     return pid;
 }
 
+/* Reaps helper pid's mid (flags: 0 or WNOHANG): the helper's wait status in *st; 1 reaped, 0 not yet (WNOHANG),
+ * -1 unknown (no such helper of ours) */
+static int reap_mid(pid_t pid, int flags, int *st)
+{
+    for (int i = 0; i < SH_SPAWN_SLOTS; i++) {
+        struct spawn_slot *s = &spawn_slots[i];
+        pid_t mid = __atomic_load_n(&s->mid, __ATOMIC_ACQUIRE);
+        if (mid <= 0 || __atomic_load_n(&s->helper, __ATOMIC_ACQUIRE) != pid)
+            continue;
+        int e = errno, ms, r;
+        while ((r = waitpid(mid, &ms, flags | __WALL)) < 0 && errno == EINTR)
+            ;
+        errno = e;
+        if (r == 0)
+            return 0;
+        /* mid is gone (r == mid), or was taken by someone else's waitpid(__WALL): its status stands */
+        *st = __atomic_load_n(&s->status, __ATOMIC_ACQUIRE);
+        munmap(s->stack, SH_SPAWN_STACK);
+        s->stack = NULL;
+        __atomic_store_n(&s->helper, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->mid, 0, __ATOMIC_RELEASE);
+        return r == mid ? 1 : -1;
+    }
+    return -1;
+}
+
 int sh_reap(pid_t pid)
 {
-    /* The helper has exited or is exiting (it released the lock, or it double-forked). ECHILD is fine: the
-     * host may reap it, or ignore SIGCHLD. */
-    int st, e = errno, r;
-    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-        ;
-    errno = e;
-    if (r != pid)
+    /* The helper has exited or is exiting (it released the lock, or it double-forked); mid follows it at once. */
+    int st = 0;
+    if (reap_mid(pid, 0, &st) != 1)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
@@ -167,7 +332,8 @@ static void pending_reap(void)
 {
     for (int i = 0; i < SH_PENDING; i++) {
         pid_t p = __atomic_load_n(&pending[i], __ATOMIC_ACQUIRE);
-        if (p > 0 && (waitpid(p, NULL, WNOHANG) != 0))
+        int st;
+        if (p > 0 && reap_mid(p, WNOHANG, &st) != 0)
             __atomic_compare_exchange_n(&pending[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
 }
@@ -470,12 +636,15 @@ static long long now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/* The signals that ask a program to stop: a handler without SA_RESTART for one of them ends a fetch's wait */
+#define SH_STOP_SIG(s) ((s) == SIGINT || (s) == SIGTERM || (s) == SIGHUP || (s) == SIGQUIT)
+
 /* Waits up to ms for a signal that the caller's mask lets through (all are blocked in this thread meanwhile).
  * 0 on timeout or a signal whose handler has SA_RESTART (the handler has run when this returns), -EINTR for
  * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
  * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
  * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
-static int sig_wait(const sigset_t *old, long ms)
+static int sig_wait(const sigset_t *old, long ms, int intr)
 {
     sigset_t set;
     sigfillset(&set);
@@ -494,6 +663,11 @@ static int sig_wait(const sigset_t *old, long ms)
     pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
     pthread_sigmask(SIG_SETMASK, &cur, NULL);
     if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+        return 0;
+    /* the shim's own wait goes on (issue 41 item 2: an open of a regular file on a local file system never gives
+     * EINTR; a SIGALRM watchdog or a SIGWINCH ended it): only a request to stop ends a file's fetch wait (intr),
+     * as on a network file system mounted "intr" - Ctrl-C in Python stays a KeyboardInterrupt at once */
+    if (!intr || !SH_STOP_SIG(sig))
         return 0;
     return (sa.sa_flags & SA_RESTART) ? 0 : -EINTR;
 }
@@ -568,7 +742,7 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     long wait = 2 + waiters / 4;
     int rc;
     for (;;) {
-        if ((rc = sig_wait(&old, wait < 20 ? wait : 20)) < 0)
+        if ((rc = sig_wait(&old, wait < 20 ? wait : 20, j->sha != NULL)) < 0)
             break;
         if (j->cancel)
             cancel_point(fd, j, helper);

@@ -79,7 +79,8 @@ static int index_fresh(const void *arg)
  * broken), or 1 with an error it wrote into mounts/K/error during this run (it never does so while it falls back
  * to a cached manifest it accepts). The exit status alone decides a refusal: the error file may be unwritable
  * (a read-only cache, a full disk, a member's file in the sticky mount directory). *mkerr and why: the mkdir of mounts/K that failed, if one did. */
-static int run_index(struct sh_mount *m, const char *idx, const struct stat *st, long ttl, int *mkerr, char *why)
+static int run_index(struct sh_mount *m, const char *idx, const struct stat *st, long ttl, int *mkerr, char *why,
+                     int *lrc)
 {
     SH_SCRATCH(t);
     char *lk = t->a;
@@ -95,6 +96,8 @@ static int run_index(struct sh_mount *m, const char *idx, const struct stat *st,
            "%s: no manifest cached for %s: looking for one under another spelling", m->path, m->remote);
     time_t t0 = time(NULL);
     int rc = sh_run_locked(&j);
+    if (lrc)
+        *lrc = rc;
     if (rc == -ETIMEDOUT)
         sh_log(0, "%s: the manifest of %s did not come in %ld s (HFS3_STALL_TIMEOUT)", m->path, m->remote,
                sh_stall);
@@ -115,7 +118,7 @@ static void check_now(struct sh_mount *m)
     struct stat st;
     int mkerr = 0;
     snprintf(p, SH_SCR, "%s/index", m->dir);
-    if (sh_r.stat(p, &st) == 0 && run_index(m, p, &st, sh_ttl, &mkerr, why))
+    if (sh_r.stat(p, &st) == 0 && run_index(m, p, &st, sh_ttl, &mkerr, why, NULL))
         __atomic_store_n(&m->broken, 1, __ATOMIC_RELEASE);   /* the helper said why, on its stderr */
     __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
@@ -123,6 +126,15 @@ static void check_now(struct sh_mount *m)
 }
 
 static int sub_quiet(const struct sh_mount *m);
+
+/* errnos of a load that may pass, the process's own: its descriptors or memory, a signal */
+#define LOAD_LOCAL_ERR(e) ((e) == EMFILE || (e) == ENFILE || (e) == ENOMEM || (e) == EAGAIN || (e) == EINTR)
+
+/* The level of a load's failure line: 0 the first time for m, 2 (info) for the loads tried again after it */
+static int told(struct sh_mount *m)
+{
+    return __atomic_exchange_n(&m->told, 1, __ATOMIC_RELAXED) ? 2 : 0;
+}
 
 static void load(struct sh_mount *m)
 {
@@ -165,12 +177,13 @@ static void load(struct sh_mount *m)
      * look for the same endpoint + bucket + prefix cached under another spelling of the REMOTE
      * (mounts/K/canonical); with an index cached to check that the REMOTE still resolves to the endpoint its
      * manifest came from (rclone.conf or AWS_ENDPOINT_URL may have changed since) */
-    int said_no = 0;
+    int said_no = 0, lrc = 0;
     if (sh_offline || !have || foreign || now - st.st_mtime >= ttl || now < st.st_mtime)
-        said_no = run_index(m, p, have ? &st : NULL, ttl, &mkerr, why);
+        said_no = run_index(m, p, have ? &st : NULL, ttl, &mkerr, why, &lrc);
     m->broken = 1;
     snprintf(p, SH_SCR, "%s/index", m->dir);
     int fd = said_no ? -1 : sh_cache_open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    int oe = fd < 0 ? errno : 0;
     int refused = fd < 0 && errno == ELOOP && !said_no;
     if (refused)
         sh_log(0, "%s: a symlink: not trusted, not read", p);
@@ -206,11 +219,29 @@ static void load(struct sh_mount *m)
     if (fd >= 0)
         sh_r.close(fd);
     snprintf(lk, SH_SCR, "%s/tree", m->dir);
-    if (m->broken && !refused && !said_no && sh_hub_load(m)) {
+    int hub = m->broken && !refused && !said_no && sh_hub_load(m);
+    /* no index, not a hub, for a reason that may pass (issue 41): no descriptor or memory for the lock, the helper
+     * or the index (the call gets the errno, the next one loads again), or the helper's own failure with nothing
+     * cached, a network error or a stall (loaded again by a call SH_RETRY_S later). Never remembered for the life
+     * of the process; a refusal, an index not valid or not trusted is. */
+    int local = 0;
+    if (m->broken && !hub && !refused && !said_no) {
+        local = LOAD_LOCAL_ERR(oe) ? -oe : LOAD_LOCAL_ERR(-lrc) ? lrc : 0;
+        if (local || (lrc > 0 && lrc != 3) || lrc == -ETIMEDOUT)
+            __atomic_store_n(&m->retry, local ? local : 1, __ATOMIC_RELEASE);
+    }
+    if (hub) {
         sh_mkdirs(lk);   /* a hub: its root is its skeleton, its repositories sub-mounts */
     } else if (m->broken && !refused && mkerr < 0 && why[0]) {
         sh_log(0, "%s: cache %s cannot be created: mkdir %s: %s (set HFS3_CACHE_DIR to a directory you can "
                "create)", m->path, sh_cache, why, strerror(-mkerr));
+    } else if (m->broken && !refused && local) {
+        /* not "none cached": the index may well be there (issue 41: "HFS3_OFFLINE=1 and none cached" with one
+         * descriptor left) */
+        static int said;   /* once per process at the default level: a shortage may last many calls */
+        sh_log(__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) ? 2 : 1,
+               "%s: cannot load the manifest of %s now: %s (tried again at the next call)", m->path, m->remote,
+               strerror(-local));
     } else if (m->broken && !refused) {
         snprintf(p, SH_SCR, "%s/error", m->dir);
         sh_read_line(p, why, 512);
@@ -218,12 +249,12 @@ static void load(struct sh_mount *m)
         if (said_no || sub_quiet(m))
             ;   /* the helper said why on its stderr, kept with an index cached: one line, not two */
         else if (why[0])   /* the helper's line names the remote */
-            sh_log(0, "%s: %s", m->path, why);
+            sh_log(told(m), "%s: %s", m->path, why);
         else if (sh_offline)
-            sh_log(0, "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s online "
-                   "with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
+            sh_log(told(m), "%s: no manifest for %s: HFS3_OFFLINE=1 and none cached: run hfs3-manifest fetch %s "
+                   "online with HFS3_CACHE_DIR=%s first", m->path, m->remote, m->remote, sh_cache);
         else
-            sh_log(0, "%s: no manifest for %s: no index in the cache", m->path, m->remote);
+            sh_log(told(m), "%s: no manifest for %s: no index in the cache", m->path, m->remote);
         sh_mkdirs(lk);
     }
     if (sh_r.stat(lk, &st) == 0 || sh_r.stat(sh_cache, &st) == 0)
@@ -236,9 +267,16 @@ static void load(struct sh_mount *m)
  * loaded an index is never reloaded: other threads hold pointers into its mapping. */
 static int retry_due(const struct sh_mount *m)
 {
-    if (!m->sub || !__atomic_load_n(&m->broken, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&m->broken, __ATOMIC_ACQUIRE))
         return 0;
+    int r = __atomic_load_n(&m->retry, __ATOMIC_ACQUIRE);
     long now = (long)time(NULL), at = __atomic_load_n(&m->loaded_at, __ATOMIC_RELAXED);
+    if (r < 0)
+        return 1;   /* a local failure that may pass (issue 41): at the next call */
+    if (r > 0 && (now - at >= SH_RETRY_S || now < at))
+        return 1;
+    if (!m->sub)
+        return 0;
     return now - at >= sh_hub_ttl || now < at;
 }
 
@@ -250,6 +288,7 @@ static void load_now(struct sh_mount *m)
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);   /* load() checks (a fork during check_now: state 0) */
+    __atomic_store_n(&m->retry, 0, __ATOMIC_RELAXED);
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
@@ -263,6 +302,7 @@ int sh_mount_probe(struct sh_mount *m)
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
     __atomic_store_n(&m->state, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->retry, 0, __ATOMIC_RELAXED);
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
@@ -328,6 +368,14 @@ static int vfork_map(struct sh_mount *m)
     return 0;
 }
 
+/* After a load: its local failure that may pass (-EMFILE...: the call that waited for it gets it, as the kernel's
+ * own call short of descriptors would), else 0 */
+static int load_err(const struct sh_mount *m)
+{
+    int r = __atomic_load_n(&m->retry, __ATOMIC_ACQUIRE);
+    return r < 0 ? r : 0;
+}
+
 int sh_mount_get(struct sh_mount *m)
 {
     if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2) {
@@ -347,8 +395,10 @@ int sh_mount_get(struct sh_mount *m)
         }
         /* the thread that wins reloads; the others wait for it below, or answer from the broken mount */
         if (__builtin_expect(retry_due(m), 0) && !sh_in_vfork() &&
-            __atomic_compare_exchange_n(&m->state, &two, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            __atomic_compare_exchange_n(&m->state, &two, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             load_now(m);
+            return load_err(m);
+        }
         return 0;
     }
     if (sh_in_vfork())
@@ -356,12 +406,12 @@ int sh_mount_get(struct sh_mount *m)
     int z = 0;
     if (__atomic_compare_exchange_n(&m->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         load_now(m);
-        return 0;
+        return load_err(m);
     }
     long wait = 0;
     while (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2) {
         sh_poll_wait(&wait);
     }
-    return 0;
+    return load_err(m);
 }
 

@@ -488,6 +488,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
+        fd = sh_fd_low(fd, keep & O_CLOEXEC);   /* the kernel's number: sh_cache_open held its directory's */
         sh_fd_set(fd, FD_ANC, l->m, 0);
         return fd;
     }
@@ -508,6 +509,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
+        fd = sh_fd_low(fd, keep & O_CLOEXEC);
         sh_fd_set(fd, FD_DIR, (int)(m - sh_mounts), e);   /* a hub's repository: its sub-mount (sh_resolve) */
         return fd;
     }
@@ -539,6 +541,9 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     }
     if (fd < 0)
         return -errno == -ENOENT ? -EIO : -errno;
+    /* the number the kernel would give (issue 41 item 1): the pin, the lock and sh_cache_open's directory were held
+     * while the blob was opened, and a cold open of a first file got 9 with 0 free */
+    fd = sh_fd_low(fd, keep & O_CLOEXEC);
     sh_fd_set(fd, FD_FILE, (int)(m - sh_mounts), e);
     return fd;
 }

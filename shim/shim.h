@@ -84,7 +84,12 @@ struct sh_mount {
     long loaded_at;            /* atomic: when load() last ran (a broken sub-mount is looked at again later) */
     int check_due;             /* atomic: mapped offline by a vfork child, the helper's endpoint check not run yet */
     int sub_failed;            /* atomic, a hub's: its repositories that failed to load in this process (one logged) */
+    int retry;                 /* atomic: the last load failed for a reason that may pass (issue 41): -errno of a local
+                                * one (descriptors, memory: loaded again at the next call, which gets it), 1 the
+                                * helper's (a network error: loaded again at a call SH_RETRY_S later); 0 none */
+    int told;                  /* atomic: a load's failure was logged (the loads tried again log at info) */
 };
+#define SH_RETRY_S 2
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
 extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
 /* Sub-mount slots (repositories of hubs entered in one process, hub.c): reserved MAP_NORESERVE, so memory is the
@@ -256,6 +261,17 @@ static inline void sh_fd_forget(int fd)
         sh_fd_clear(fd);
 }
 void sh_fd_dup(int from, int to);
+/* The shim's own descriptors never take a number the program's call could be given (issue 41 item 1). sh_fd_aside
+ * moves fd, a descriptor the shim holds across a real call that makes one for the program (the write guard's
+ * directory during the real open), above the numbers the program is given: F_DUPFD_CLOEXEC from SH_FD_ASIDE_TOP - 16
+ * (from the soft RLIMIT_NOFILE - 16 when that is lower), else from fd + 1; fd is closed. The new number, or -1
+ * (errno kept) when none is free above fd: fd is then the last free number, still open, and the caller's real
+ * call needs it. sh_fd_low gives fd, a descriptor about to be returned to the program once the shim holds no other,
+ * the lowest free number (the kernel's answer), keeping its open file description: fd or the new number (errno kept;
+ * fd as it is when no number is free). */
+#define SH_FD_ASIDE_TOP 1024
+int sh_fd_aside(int fd);
+int sh_fd_low(int fd, int cloexec);
 /* 1 and *l (a logical dir location) when fd is a live descriptor the shim returned for a directory. */
 int sh_fd_dirloc(int fd, struct sh_loc *l);
 /* 1 when fd is a live descriptor the shim returned; st gets the shim's answer. */
@@ -435,7 +451,10 @@ struct sh_lockjob {
     char **argv;                    /* the helper's command (argv[0] filled in) */
     int quiet;                      /* its stderr to /dev/null */
     const char *tmpdir, *sha;       /* CACHE/tmp and the sha256 whose tmp/<sha>.* changing means progress
-                                     * (NULL: none; time since the start) */
+                                     * (NULL: none; time since the start). A file's fetch (sha set): a request to
+                                     * stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) whose handler lacks SA_RESTART ends
+                                     * the wait with -EINTR; every other signal, and every signal in an index's
+                                     * load (sha NULL), has its handler run and the wait go on (issue 41 item 2) */
     const char *label;              /* HFS3_LOG=info: "MOUNT/PATH" for progress lines while waiting (NULL: none) */
     unsigned long long size;        /* the file's size, for those lines */
     int cancel;                     /* the caller runs with cancellation disabled (a cold open: sh_open) but its

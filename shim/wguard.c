@@ -56,6 +56,7 @@ static __attribute__((noinline)) int fd_guarded_noproc(int fd)
 /* 1 when the directory or file fd is open on (a kernel object, whatever path reached it) is in the cache (its
  * skeleton, its ancestors, its blobs: skel_under), or its real path is a mount's (a real directory at the mount point, or in one). Uses
  * t->b and t->c. When /proc does not answer, fd_guarded_noproc decides. */
+static int real_in_skel(struct sh_scratch *t);
 static int fd_in_skel(int fd, struct sh_scratch *t)
 {
     char pp[32];
@@ -66,6 +67,12 @@ static int fd_in_skel(int fd, struct sh_scratch *t)
     if (k <= 0 || t->b[0] != '/')
         return 0;
     t->b[k] = 0;
+    return real_in_skel(t);
+}
+
+/* fd_in_skel's verdict on the real path in t->b (uses t->c) */
+static int real_in_skel(struct sh_scratch *t)
+{
     /* a real directory at a mount's path (the host's, shown as the mount): the kernel writes there */
     SH_LOC(l);
     if (sh_classify_abs(t->b, &l) == L_MNT)
@@ -119,6 +126,20 @@ static int open_through_link(int pfd, const char *base, int oflags, struct sh_sc
     if (S_ISDIR(st->st_mode) || !(oflags & (O_WRONLY | O_RDWR | O_TRUNC)))
         return 0; /* the kernel's EISDIR, or an open that writes nothing */
     int fd = sh_r.openat(pfd, base, O_PATH | O_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        /* no descriptor to look with (issue 41: one left, the program's): the target's real path, found with none
+         * (/proc/self/fd/PFD, the name, realpath), decides; one that cannot be found is refused */
+        char pp[32];
+        snprintf(pp, sizeof pp, "/proc/self/fd/%d", pfd);
+        ssize_t k = sh_r.readlink(pp, t->c, SH_SCR - 1);
+        if (k <= 0 || (size_t)k + strlen(base) + 2 >= SH_SCR)
+            return 1;
+        t->c[k] = 0;
+        snprintf(t->c + k, SH_SCR - (size_t)k, "/%s", base);
+        if (!sh_r.realpath(t->c, t->b))
+            return 1;
+        return real_in_skel(t);
+    }
     if (fd < 0)
         return 0;
     int hit = fd_in_skel(fd, t);

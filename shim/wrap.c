@@ -182,8 +182,26 @@ static __attribute__((noinline)) int open_on(int dirfd, const char *path, int pf
     if (pfd < 0)
         return dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
                                  : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
-    int fd = REAL(openat64, openat_fn)(pfd, base, flags, mode), e = errno;
-    sh_r.close(pfd);
+    /* the guard's descriptor goes above the program's numbers first: the open gets the number the kernel would
+     * give (issue 41 item 1: it took the lowest free one, and the daemon's open("/dev/null") after close(0..2)
+     * got 1) */
+    int hi = sh_fd_aside(pfd), fd, e;
+    if (hi < 0) {
+        /* pfd is the last free number, which the kernel gives this open: the open runs on the path, and what it
+         * opened is looked at after (a guarded object: closed, EROFS). The one case the check and the call are
+         * two lookups: a program with one descriptor left. */
+        sh_r.close(pfd);
+        fd = dirfd == AT_FDCWD ? REAL(open64, open_fn)(path, flags, mode)
+                               : REAL(openat64, openat_fn)(dirfd, path, flags, mode);
+        if (fd >= 0 && sh_wguard_fd_slow(fd)) {
+            sh_r.close(fd);
+            errno = EROFS;
+            return -1;
+        }
+        return fd;
+    }
+    fd = REAL(openat64, openat_fn)(hi, base, flags, mode), e = errno;
+    sh_r.close(hi);
     errno = e;
     return fd;
 }

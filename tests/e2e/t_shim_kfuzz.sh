@@ -51,7 +51,12 @@ run_kernel() { # SEED: the transcript over the read-only copies
 seeds="1 2 8 25 363 377 551 583 644 669"
 [ "${KFUZZ_SEED:-}" = random ] && KFUZZ_SEED=$(( $(date +%s) % 100000 ))
 [ -n "${KFUZZ_SEED:-}" ] && seeds=$KFUZZ_SEED
+# descriptor numbers are compared (an open's line shows the number it returned: the kernel's lowest free one), and
+# these seeds run under a signal storm (KFUZZ_STORM=1: SIGALRM every 200 us and SIGCHLD, handlers without
+# SA_RESTART), through the shim and for the kernel alike (issue 41); KFUZZ_STORM=1 storms every seed
+storm_seeds=" 2 377 583 669 " storm_all=${KFUZZ_STORM:-0}
 for seed in $seeds; do
+  if [ "$storm_all" = 1 ] || [[ "$storm_seeds" == *" $seed "* ]]; then export KFUZZ_STORM=1; else export KFUZZ_STORM=0; fi
   run_kernel "$seed" >"$WORK/kernel.$seed" 2>&1
   run_shim "$seed" >"$WORK/shim.$seed" 2>"$WORK/shim.$seed.err"
   rc=$?
@@ -61,9 +66,9 @@ for seed in $seeds; do
     diff "$WORK/kernel.$seed" "$WORK/shim.$seed" | head -30
     head -20 "$WORK/shim.$seed.err"
     echo "# rerun: KFUZZ_SEED=$seed E2E_ONLY=t_shim_kfuzz bash tests/e2e/run.sh"
-    shim_check "seed $seed: $n calls, the same answers as the kernel" false
+    shim_check "seed $seed: $n calls, the same answers as the kernel (storm $KFUZZ_STORM)" false
   else
-    shim_check "seed $seed: $n calls, the same answers as the kernel" test "$n" -ge "$COUNT"
+    shim_check "seed $seed: $n calls, the same answers as the kernel (storm $KFUZZ_STORM)" test "$n" -ge "$COUNT"
   fi
   shim_check "seed $seed: the shim logged nothing" test ! -s "$WORK/shim.$seed.err"
 done

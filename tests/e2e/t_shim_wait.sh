@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t_shim_wait.sh - waiting for a fetch can be interrupted and is bounded (issue 6, items 8 and 9), with the
-# stand-in helper: a signal whose handler lacks SA_RESTART ends a cold open with EINTR at once (Python's Ctrl-C
-# is a KeyboardInterrupt within a second) while the fetch goes on for the next open; with SA_RESTART the open
-# waits on; a helper that makes no progress fails the open with EIO after HFS3_STALL_TIMEOUT, a slow one that
+# stand-in helper: a request to stop whose handler lacks SA_RESTART ends a cold open with EINTR at once (Python's
+# Ctrl-C is a KeyboardInterrupt within a second) while the fetch goes on for the next open; any other signal, with
+# or without SA_RESTART, has its handler run and the open wait on (issue 41); a helper that makes no progress fails the open with EIO after HFS3_STALL_TIMEOUT, a slow one that
 # does is never cut; ten processes starting at once on a cold cache make one manifest request.
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
@@ -42,9 +42,10 @@ shim_check "... fetched once" test "$(grep -c '^_get s3test:models/flat a.txt' "
 # a C program: SIGALRM after 1 s, handler with and without SA_RESTART, during a 3 s fetch
 export FAKE_GET_SLEEP=3
 cold
+# (issue 41 item 2: an open of a regular file on a local file system never gives EINTR; only a request to stop,
+# SIGINT above, ends the wait)
 out=$(LD_PRELOAD=$HFS3_SHIM "$T/sigopen" norestart "$F/a.txt"); echo "$out"
-shim_check "no SA_RESTART: EINTR after the signal" bash -c "[[ '$out' == 'EINTR 1.'*' handler=1' ]]"
-sleep 3
+shim_check "no SA_RESTART: the handler runs, the open waits on and succeeds" bash -c "[[ '$out' == 'fd '[34]'.'*' handler=1' ]]"
 cold
 out=$(LD_PRELOAD=$HFS3_SHIM "$T/sigopen" restart "$F/a.txt"); echo "$out"
 shim_check "SA_RESTART: the open waits on and succeeds" bash -c "[[ '$out' == 'fd '[34]'.'*' handler=1' ]]"

@@ -19,7 +19,9 @@
  * (ENOENT, ENOTDIR, ENAMETOOLONG, EEXIST for a create's last ".", EISDIR...), then says EROFS
  * (KFUZZ_WRITE_ERRNO=0: ok or err only). Directory sizes, st_dev, st_ino and times
  * are not compared (the shim's are its own); types, permissions, file and link sizes and contents are. Paths
- * over 200 bytes are shown by their length (KFUZZ_FULL=1: in full). */
+ * over 200 bytes are shown by their length (KFUZZ_FULL=1: in full). A descriptor an open returns is shown by its
+ * number (the kernel's: the lowest free). KFUZZ_STORM=1: SIGALRM every 200 us and SIGCHLD, handlers without
+ * SA_RESTART, all along (issue 41). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +39,7 @@
 #include <sys/un.h>
 #include <sys/xattr.h>
 #include <utime.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,7 +213,9 @@ static void r_line(const char *op, const char *p, long r)
 
 static void w_line(const char *op, const char *p, long r)
 {
-    if (r >= 0)
+    if (r >= 0 && (!strncmp(op, "open", 4) || !strncmp(op, "creat", 5)))   /* a descriptor: its number, the kernel's lowest free one (issue 41) */
+        printf("W %s %s -> ok fd%ld\n", op, p, r);
+    else if (r >= 0)
         printf("W %s %s -> ok\n", op, p);
     else if (werrno)
         /* the oracle's trees and their ancestors share one file system; the shim's mounts are their own (a rename
@@ -235,7 +240,10 @@ static void spawn_line(const char *op, const char *w, const char *path, int ofla
         char *argv[] = {"/bin/true", NULL};
         rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
         int st;
-        if (!rc && (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)))
+        int w;
+        while (!rc && (w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+            ;   /* the signal storm (KFUZZ_STORM): the kernel's EINTR, the same with and without the shim */
+        if (!rc && (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st)))
             rc = -1;
     }
     posix_spawn_file_actions_destroy(&fa);
@@ -261,8 +269,8 @@ static void fd_line(const char *op, const char *p, int fd)
         for (ssize_t i = 0; i < k; i++)
             sum = sum * 31 + b[i];
     }
-    printf("%s %s -> ok %s %o sum %u\n", op, p, S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other",
-           (unsigned)(st.st_mode & 07777), sum);
+    printf("%s %s -> ok fd%d %s %o sum %u\n", op, p, fd,
+           S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other", (unsigned)(st.st_mode & 07777), sum);
 }
 
 static int byname(const void *a, const void *b)
@@ -542,6 +550,13 @@ static void one(int i)
     fflush(stdout);
 }
 
+static volatile sig_atomic_t sigs;
+static void on_sig(int s)
+{
+    (void)s;
+    sigs++;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4 || argv[3][0] != '/') {
@@ -559,6 +574,17 @@ int main(int argc, char **argv)
     if (chdir(root) < 0) {
         perror(root);
         return 2;
+    }
+    if (getenv("KFUZZ_STORM") && strcmp(getenv("KFUZZ_STORM"), "0")) {
+        /* a signal storm (issue 41 item 2): SIGALRM every 200 us and SIGCHLD, handlers without SA_RESTART (what
+         * Python's signal.signal installs): every answer must still be the kernel's */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sig;
+        sigaction(SIGALRM, &sa, NULL);
+        sigaction(SIGCHLD, &sa, NULL);
+        struct itimerval it = {{0, 200}, {0, 200}};
+        setitimer(ITIMER_REAL, &it, NULL);
     }
     for (int i = 0; i < count; i++)
         one(i);
