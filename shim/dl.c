@@ -17,7 +17,9 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOT_OURS ((void *)-1)
@@ -209,7 +211,9 @@ struct fa_run {
     int *own;
     struct fa_act *op;
     char (*buf)[32];
-    int cw, cf, base, vf;
+    int cw, cf, base, vf, rc;
+    posix_spawn_file_actions_t out; /* the child's, built by fa_build */
+    ucontext_t uc[2];               /* the host's stack, the replay's (FA_STACK) */
 };
 
 /* what the child's descriptor k holds at this point of the replay: the descriptor here that has the same object (k
@@ -629,13 +633,45 @@ static int fa_build(const struct fa_run *r, posix_spawn_file_actions_t *out)
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                         char *const[], char *const[]);
 
-/* posix_spawn(p) with fa's actions judged now (fa_replay). One without an open or chdir action runs as it is, and so
- * does one whose record is not glibc's list: actions added past the shim, through glibc's own adds (the shim's
- * helper spawns /dev/null redirections so, shim/helper.c), are not the program's by any interposed call. */
-static __attribute__((noinline)) int fa_spawn(spawn_fn real, pid_t *pid, const char *path,
+/* The replay runs on a stack of the shim's own (FA_STACK, mapped for the spawn, a guard page below it): its chain
+ * reaches the shim's whole open (the write guard, the kernel's walk, a mount's load), deeper than the 2 KiB the
+ * shim may take of a host thread's stack (docs/internals.md, "Rules for code that runs in the host"); the host's
+ * stack carries fa_spawn's frame and swapcontext's. */
+#define FA_STACK (256u << 10)
+static __thread struct fa_run *fa_cur;
+
+static void fa_main(void)
+{
+    struct fa_run *r = fa_cur;
+    r->rc = fa_replay(r);
+    if (!r->rc)
+        r->rc = fa_build(r, &r->out);
+}
+
+/* fa_main run on stk; r->rc its answer (ENOMEM when the switch failed). Out of line: getcontext returns twice. */
+static __attribute__((noinline)) void fa_on_stack(struct fa_run *r, char *stk)
+{
+    r->rc = ENOMEM;
+    if (getcontext(&r->uc[1]) < 0)
+        return;
+    r->uc[1].uc_stack.ss_sp = stk;
+    r->uc[1].uc_stack.ss_size = FA_STACK;
+    r->uc[1].uc_link = &r->uc[0];
+    makecontext(&r->uc[1], fa_main, 0);
+    fa_cur = r;
+    if (swapcontext(&r->uc[0], &r->uc[1]) < 0)
+        r->rc = ENOMEM;
+}
+
+/* posix_spawn(p) (spawnp: 1) with fa's actions judged now (fa_replay). One without an open or chdir action runs as
+ * it is, and so does one whose record is not glibc's list: actions added past the shim, through glibc's own adds
+ * (the shim's helper spawns /dev/null redirections so, shim/helper.c), are not the program's by any interposed
+ * call. Everything is on the heap (the frame stays small: see FA_STACK). */
+static __attribute__((noinline)) int fa_spawn(int spawnp, pid_t *pid, const char *path,
                                               const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
                                               char *const argv[], char *const envp[])
 {
+    spawn_fn real = spawnp ? REAL(posix_spawnp, spawn_fn) : REAL(posix_spawn, spawn_fn);
     struct fa_rec rec;
     fa_get(fa, &rec);
     unsigned judge = 0;
@@ -652,23 +688,33 @@ static __attribute__((noinline)) int fa_spawn(spawn_fn real, pid_t *pid, const c
         return real(pid, path, fa, at, argv, envp);
     int e = errno, rc = ENOMEM;
     unsigned n = rec.n;
-    struct fa_run r = {.a = rec.a, .n = n, .cw = AT_FDCWD, .cf = INT_MAX, .base = base, .vf = sh_in_vfork()};
-    r.t = malloc(n * sizeof *r.t);
-    r.own = malloc(n * sizeof *r.own);
-    r.op = malloc(n * sizeof *r.op);
-    r.buf = malloc(n * sizeof *r.buf);
-    posix_spawn_file_actions_t out;
-    if (r.t && r.own && r.op && r.buf && posix_spawn_file_actions_init(&out) == 0) {
-        if (!(rc = fa_replay(&r)) && !(rc = fa_build(&r, &out)))
-            rc = real(pid, path, &out, at, argv, envp);
-        REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(&out);
+    struct fa_run *r = calloc(1, sizeof *r);
+    char *stk = MAP_FAILED;
+    if (!r)
+        return ENOMEM;
+    *r = (struct fa_run){.a = rec.a, .n = n, .cw = AT_FDCWD, .cf = INT_MAX, .base = base, .vf = sh_in_vfork()};
+    r->t = malloc(n * sizeof *r->t);
+    r->own = malloc(n * sizeof *r->own);
+    r->op = malloc(n * sizeof *r->op);
+    r->buf = malloc(n * sizeof *r->buf);
+    if (r->t && r->own && r->op && r->buf &&
+        (stk = mmap(NULL, FA_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+                    0)) != MAP_FAILED &&
+        mprotect(stk, 4096, PROT_NONE) == 0 && posix_spawn_file_actions_init(&r->out) == 0) {
+        fa_on_stack(r, stk);
+        if (!(rc = r->rc))
+            rc = real(pid, path, &r->out, at, argv, envp);
+        REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(&r->out);
     }
-    for (unsigned i = 0; i < r.nown; i++)
-        close(r.own[i]);
-    free(r.t);
-    free(r.own);
-    free(r.op);
-    free(r.buf);
+    if (stk != MAP_FAILED)
+        munmap(stk, FA_STACK);
+    for (unsigned i = 0; i < r->nown; i++)
+        close(r->own[i]);
+    free(r->t);
+    free(r->own);
+    free(r->op);
+    free(r->buf);
+    free(r);
     errno = e;
     return rc;
 }
@@ -679,7 +725,7 @@ SH_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_a
     LAUNDER(fa);
     if (!fa || !sh_nmounts)
         return REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, envp);
-    return fa_spawn(REAL(posix_spawn, spawn_fn), pid, path, fa, at, argv, envp);
+    return fa_spawn(0, pid, path, fa, at, argv, envp);
 }
 
 SH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
@@ -688,7 +734,7 @@ SH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
     LAUNDER(fa);
     if (!fa || !sh_nmounts)
         return REAL(posix_spawnp, spawn_fn)(pid, file, fa, at, argv, envp);
-    return fa_spawn(REAL(posix_spawnp, spawn_fn), pid, file, fa, at, argv, envp);
+    return fa_spawn(1, pid, file, fa, at, argv, envp);
 }
 
 /* The adds: recorded (FA_ADD) while mounts are configured, in a vfork child too (the replay knows it is one). */
