@@ -21,8 +21,11 @@
 #      mount's file is refused (by a file in W: written); O_RDONLY|O_CREAT of a mount's file opens it, O_EXCL added
 #      gives EEXIST; A/.. from the real parent of a synthesized ancestor opens; /proc/self/fd/K of a K an action
 #      gave the child another object than this process's K (issue 42 class 2: both ways); a child whose chdir
-#      action the shim followed has no descriptor of the shim's after its exec; /proc/thread-self/cwd after a
-#      chdir action is the child's directory. The kernel's answers on a read-only bind mount of the same tree are
+#      action the shim followed, or whose open action the shim made, has no descriptor of the shim's after its exec,
+#      and a /proc/self/fd/K of the number the shim's own takes opens nothing; a dup2 action onto that number does
+#      not move the child; a closefrom action closes the program's descriptors in the child (not the shim's it still
+#      needs) and a /proc/self/fd/K after it is gone; an add glibc refuses leaves the record whole (the write after
+#      it is still judged); /proc/thread-self/cwd after a chdir action is the child's directory. The kernel's answers on a read-only bind mount of the same tree are
 #      the oracle (equal output), where the machine allows a mount namespace.
 #   2. a child started in a mount from a cwd outside every mount, before anything touched a mount (the cache not
 #      decided yet): python3 subprocess.run(cwd=) (vfork + chdir), posix_spawn with addchdir_np, fork + chdir +
@@ -119,12 +122,18 @@ from P: addopen A/.. O_RDONLY: ok
 addchdir_np W, ls /proc/self/fd: ok (the descriptors of a child without it)
 addchdir_np M/dir, ls /proc/self/fd: ok (the descriptors of a child without it)
 addfchdir_np fd of M/dir, ls /proc/self/fd: ok (the descriptors of a child without it)
+addopen(50, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and: ok 50
+addopen(9, M/a.txt), addopen /proc/self/fd/K (K the next free number from 10) O_RDONLY: ENOENT
+adddup2(fd of M/dir, the next free number), addchdir_np W, pwd: ok W
+a descriptor not close-on-exec, adddup2(pipe, 1), addclosefrom_np 3, addchdir_np W, ls /proc/self/fd: ok 0 1 2 3
+addclosefrom_np 3, addopen /proc/self/fd/N (N W/target here) O_WRONLY: ENOENT
+addopen(9, W/target), addclosefrom_np 3, addopen /proc/self/fd/9 O_WRONLY: ENOENT
+addopen(-1): EBADF, then addopen /proc/self/fd/N (N M/a.txt) O_WRONLY|O_TRUNC, echo PWNED: EROFS hello from a
 cwd M/dir, addchdir_np W, addopen /proc/thread-self/cwd/ts.txt O_CREAT: ok (W/ts.txt made)
 cwd W, addchdir_np M/dir, addopen /proc/thread-self/cwd/ts2.txt O_CREAT: EROFS (W/ts2.txt missing)
 EOF
 # P A: $WORK and mnt (M is $WORK/mnt/models, not on disk: mnt is a synthesized ancestor seen from its real parent)
 shim "$T/spawnw" late "$M/flat" "$WORK/w2" "$WORK" mnt >late.out 2>&1
-cat late.out
 shim_check "spawn file actions judged at the spawn: (a) (b) (c), a read-only tree's answers, A/.., /proc/self/fd/K of an action's K, no descriptor of the shim's after exec, /proc/thread-self/cwd" diff late.want late.out
 if shim_oracle_ok; then
   mkdir -p ro/anc/flat w3

@@ -369,6 +369,28 @@ static void show(const char *name, int rc, const char *what)
     printf("%s: %s%s%s\n", name, ename(rc), what && what[0] ? " " : "", what ? what : "");
 }
 
+/* the words of out that base lacks, into res ("none" for none) */
+static const char *extra(const char *out, const char *base, char *res, size_t n)
+{
+    char w[32];
+    size_t k = 0;
+    res[0] = 0;
+    for (const char *p = out; *p;) {
+        size_t l = strcspn(p, " ");
+        int found = 0;
+        snprintf(w, sizeof w, "%.*s", (int)l, p);
+        for (const char *b = base; *b && !found;) {
+            size_t bl = strcspn(b, " ");
+            found = bl == l && !strncmp(b, p, l);
+            b += bl + (b[bl] == ' ');
+        }
+        if (!found && k + l + 2 < n)
+            k += (size_t)snprintf(res + k, n - k, "%s%s", k ? " " : "", w);
+        p += l + (p[l] == ' ');
+    }
+    return k ? res : "none";
+}
+
 /* the first line of a file, or "missing" */
 static const char *head1(const char *p, char *buf, size_t n)
 {
@@ -524,7 +546,94 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
                        : "addchdir_np W, ls /proc/self/fd",
              rc, strcmp(out, base) ? out : "(the descriptors of a child without it)");
     }
+    /* the shim's own descriptors for the spawn are the child's until its exec only; a number the program's child
+     * would not have (the next free one from 10, which the shim's open for an action naming 9 takes) opens nothing */
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addopen(&fa, 50, ma, O_RDONLY, 0);
+    if (!rc)
+        rc = capture(&fa, ls, out, sizeof out);
+    posix_spawn_file_actions_destroy(&fa);
+    show("addopen(50, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and", rc, extra(out, base, b, sizeof b));
+    int next = fcntl(0, F_DUPFD_CLOEXEC, 10);
+    close(next);
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_addopen(&fa, 9, ma, O_RDONLY, 0);
+    snprintf(q, sizeof q, "/proc/self/fd/%d", next);
+    if (!rc)
+        rc = posix_spawn_file_actions_addopen(&fa, 7, q, O_RDONLY, 0);
+    if (!rc)
+        rc = run(&fa, tv, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    show("addopen(9, M/a.txt), addopen /proc/self/fd/K (K the next free number from 10) O_RDONLY", rc, NULL);
+    /* a descriptor the program's dup2 action puts on the number the shim's own would take: the child still moves
+     * where its chdir action leads */
+    next = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    close(next);
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_adddup2(&fa, dfd, next);
+    if (!rc)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+    char *pwd[] = {"/bin/pwd", NULL};
+    if (!rc)
+        rc = capture(&fa, pwd, out, sizeof out);
+    posix_spawn_file_actions_destroy(&fa);
+    show("adddup2(fd of M/dir, the next free number), addchdir_np W, pwd", rc, strcmp(out, w) ? out : "W");
     close(dfd);
+    /* a closefrom action closes the program's descriptors from its number in the child, the shim's own for the
+     * actions after it aside: the child of ls has 0 1 2 and its own 3; a /proc/self/fd/K after it is gone */
+    int leak = open("/dev/null", O_RDONLY), pp[2];
+    if (leak < 0 || pipe2(pp, O_CLOEXEC) < 0)
+        return 2;
+    posix_spawn_file_actions_init(&fa);
+    rc = posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+    if (!rc)
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (!rc)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, w);
+    pid_t pid;
+    if (!rc)
+        rc = posix_spawn(&pid, ls[0], &fa, NULL, ls, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pp[1]);
+    ssize_t got = read(pp[0], out, sizeof out - 1);
+    out[got > 0 ? got : 0] = 0;
+    for (char *c = out; *c; c++)
+        if (*c == '\n')
+            *c = *(c + 1) ? ' ' : 0;
+    close(pp[0]);
+    if (!rc)
+        waitpid(pid, &st, 0);
+    show("a descriptor not close-on-exec, adddup2(pipe, 1), addclosefrom_np 3, addchdir_np W, ls /proc/self/fd", rc, out);
+    int tg = open("target", O_RDONLY | O_CLOEXEC);
+    for (int side = 0; side < 2; side++) {
+        posix_spawn_file_actions_init(&fa);
+        rc = side ? posix_spawn_file_actions_addopen(&fa, 9, "target", O_RDONLY, 0) : 0;
+        if (!rc)
+            rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        snprintf(q, sizeof q, "/proc/self/fd/%d", side ? 9 : tg);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, 1, q, O_WRONLY, 0);
+        if (!rc)
+            rc = run(&fa, tv, &st);
+        posix_spawn_file_actions_destroy(&fa);
+        show(side ? "addopen(9, W/target), addclosefrom_np 3, addopen /proc/self/fd/9 O_WRONLY"
+                  : "addclosefrom_np 3, addopen /proc/self/fd/N (N W/target here) O_WRONLY",
+             rc, NULL);
+    }
+    close(tg);
+    close(leak);
+    /* an add glibc refuses (a negative descriptor) is not in the record either: the actions after it are judged */
+    int mfd = open(ma, O_RDONLY | O_CLOEXEC);
+    posix_spawn_file_actions_init(&fa);
+    int bad = posix_spawn_file_actions_addopen(&fa, -1, "/dev/null", O_RDONLY, 0);
+    snprintf(q, sizeof q, "/proc/self/fd/%d", mfd);
+    rc = posix_spawn_file_actions_addopen(&fa, 1, q, O_WRONLY | O_TRUNC, 0);
+    if (!rc)
+        rc = run(&fa, echo, &st);
+    posix_spawn_file_actions_destroy(&fa);
+    close(mfd);
+    printf("addopen(-1): %s, then addopen /proc/self/fd/N (N M/a.txt) O_WRONLY|O_TRUNC, echo PWNED: %s %s\n",
+           ename(bad), ename(rc), head1(ma, b, sizeof b));
     /* /proc/thread-self/cwd after a chdir action is the child's directory: from M/dir into W, written; from W into
      * M/dir, refused */
     if (chdir(dir) < 0)
