@@ -565,6 +565,41 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
         rc = run(&fa, tv, &st);
     posix_spawn_file_actions_destroy(&fa);
     show("addopen(9, M/a.txt), addopen /proc/self/fd/K (K the next free number from 10) O_RDONLY", rc, NULL);
+    /* two open actions onto the next free numbers K+1 then K: the shim's own descriptors for them are above both */
+    {
+        int pq[2];
+        if (pipe2(pq, O_CLOEXEC) < 0)
+            return 2;
+        int k = fcntl(0, F_DUPFD_CLOEXEC, 3);
+        close(k);
+        char sh[64], c2[4200];
+        snprintf(sh, sizeof sh, "cat <&%d; cat <&%d", k, k + 1);
+        snprintf(c2, sizeof c2, "%s/deeper/c.txt", dir);
+        char *shv[] = {"/bin/sh", "-c", sh, NULL};
+        posix_spawn_file_actions_init(&fa);
+        rc = posix_spawn_file_actions_adddup2(&fa, pq[1], 1);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, k + 1, ma, O_RDONLY, 0);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, k, c2, O_RDONLY, 0);
+        pid_t sp;
+        if (!rc)
+            rc = posix_spawn(&sp, shv[0], &fa, NULL, shv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pq[1]);
+        ssize_t g, tot = 0;
+        while (tot < (ssize_t)sizeof out - 1 && (g = read(pq[0], out + tot, sizeof out - 1 - (size_t)tot)) > 0)
+            tot += g;
+        out[tot] = 0;
+        for (char *c = out; *c; c++)
+            if (*c == '\n')
+                *c = *(c + 1) ? ' ' : 0;
+        close(pq[0]);
+        if (!rc)
+            waitpid(sp, &st, 0);
+        show("adddup2(pipe, 1), addopen(K+1, M/a.txt), addopen(K, M/dir/deeper/c.txt) (K the next free number), cat both",
+             rc, out);
+    }
     /* a descriptor the program's dup2 action puts on the number the shim's own would take: the child still moves
      * where its chdir action leads */
     next = fcntl(0, F_DUPFD_CLOEXEC, 3);
