@@ -572,10 +572,11 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
             return 2;
         int k = fcntl(0, F_DUPFD_CLOEXEC, 3);
         close(k);
-        char sh[64], c2[4200];
-        snprintf(sh, sizeof sh, "cat <&%d; cat <&%d", k, k + 1);
+        char f1[32], f2[32], c2[4200];
+        snprintf(f1, sizeof f1, "/proc/self/fd/%d", k);
+        snprintf(f2, sizeof f2, "/proc/self/fd/%d", k + 1);
         snprintf(c2, sizeof c2, "%s/deeper/c.txt", dir);
-        char *shv[] = {"/bin/sh", "-c", sh, NULL};
+        char *shv[] = {"/bin/cat", f1, f2, NULL};
         posix_spawn_file_actions_init(&fa);
         rc = posix_spawn_file_actions_adddup2(&fa, pq[1], 1);
         if (!rc)
@@ -598,6 +599,23 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
         if (!rc)
             waitpid(sp, &st, 0);
         show("adddup2(pipe, 1), addopen(K+1, M/a.txt), addopen(K, M/dir/deeper/c.txt) (K the next free number), cat both",
+             rc, out);
+    }
+    /* the highest number an action names (a close, a dup2's target) is not one the shim's own descriptors take:
+     * addclose(K) or adddup2(0, K) with K the next free number from 60, then addopen(50, M/a.txt): cat 50 */
+    for (int side = 0; side < 2; side++) {
+        int k = fcntl(0, F_DUPFD_CLOEXEC, 60);
+        close(k);
+        char *shv[] = {"/bin/cat", "/proc/self/fd/50", NULL};
+        posix_spawn_file_actions_init(&fa);
+        rc = side ? posix_spawn_file_actions_adddup2(&fa, 0, k) : posix_spawn_file_actions_addclose(&fa, k);
+        if (!rc)
+            rc = posix_spawn_file_actions_addopen(&fa, 50, ma, O_RDONLY, 0);
+        if (!rc)
+            rc = capture(&fa, shv, out, sizeof out);
+        posix_spawn_file_actions_destroy(&fa);
+        show(side ? "adddup2(0, K) (K the next free number from 60), addopen(50, M/a.txt), cat 50"
+                  : "addclose(K) (K the next free number from 60), addopen(50, M/a.txt), cat 50",
              rc, out);
     }
     /* a descriptor the program's dup2 action puts on the number the shim's own would take: the child still moves
