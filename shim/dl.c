@@ -1,15 +1,13 @@
 /* dl.c - the calls that hand a path to code the shim cannot interpose: dlopen (the dynamic loader opens the file
- * with its own internal open) and posix_spawn_file_actions_addopen (the child opens it between clone and exec,
- * through no interposed call). A path in a mount is opened here, through the shim (fetched, verified), and the
- * real call gets the path of what was opened: the blob in the cache for a file, the skeleton for a directory; a
- * file action that would write there is refused with EROFS when it is added (the child's open is not ours).
- * Every other path goes to the real call untouched, dlopen's by a tail call, so that the loader still sees the
- * program's own caller (whose RUNPATH and namespace a bare library name is looked up with).
- * The file actions are glibc's to run in the child, through no interposed call: every one that could write
- * (addopen with write, create or truncate flags, whatever the spelling: /proc/self/fd/N, /proc/self/cwd/x, a
- * symlink) is put to the write guard here, on the directory the child will be in (an addchdir_np or addfchdir_np
- * before it moves the child: the guard then looks from there, and the child is handed the shim's own descriptor of
- * that directory, so that it moves where the guard looked), and refused with EROFS when it is added. */
+ * with its own internal open) and posix_spawn's file actions (the child runs them between clone and exec, through
+ * no interposed call). A dlopen of a path in a mount is opened here, through the shim (fetched, verified), and the
+ * real call gets the path of what was opened (the blob in the cache); every other path goes to the real dlopen
+ * untouched, by a tail call, so that the loader still sees the program's own caller (whose RUNPATH and namespace a
+ * bare library name is looked up with).
+ * A file action is only recorded when it is added; posix_spawn replays the record on the state at that moment, as
+ * the child will run it (its directory after each chdir action, its descriptors after each open, dup2, close and
+ * closefrom action), opens here through the shim what the child's opens and chdirs reach (the kernel's answers on
+ * a read-only tree, the write guard), and hands the child those very objects (issue 41 item 5). */
 #include "shim.h"
 
 #include <dlfcn.h>
