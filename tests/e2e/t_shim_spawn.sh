@@ -89,6 +89,7 @@ addopen /proc/PID+1000000/fd/N (a pid not there: the child's?) O_WRONLY: EROFS
 addchdir_np M/dir, addopen W/cwdlink/x (-> /proc/self/cwd) O_CREAT: EROFS
 addopen /dev/stdout O_WRONLY (no action before it): ok
 60 W here, adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT: EROFS
+60 W here, adddup2(fd of M/dir, 60), addopen W/fdlink/x (-> /proc/self/fd/60) O_CREAT: EROFS
 $M/flat/dir
 addchdir_np M/dir, pwd: ok 0
 addchdir_np M/dir, every descriptor closed and reused, addopen x O_CREAT: ok (61 of 61 still open)
@@ -125,8 +126,8 @@ addfchdir_np fd of M/dir, ls /proc/self/fd: ok (the descriptors of a child witho
 addopen(50, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and: ok 50
 addopen(9, M/a.txt), addopen /proc/self/fd/K (K the next free number from 10) O_RDONLY: ENOENT
 adddup2(pipe, 1), addopen(K+1, M/a.txt), addopen(K, M/dir/deeper/c.txt) (K the next free number), cat both: ok c hello from a
-addclose(K) (K the next free number from 60), addopen(50, M/a.txt), cat 50: ok hello from a
-adddup2(0, K) (K the next free number from 60), addopen(50, M/a.txt), cat 50: ok hello from a
+adddup2(pipe, 1), addclose(L) (L the next free number), addopen(2, M/a.txt), cat 2: ok hello from a
+adddup2(pipe, 1), adddup2(0, L) (L the next free number), addopen(2, M/a.txt), cat 2: ok hello from a
 adddup2(fd of M/dir, the next free number), addchdir_np W, pwd: ok W
 a descriptor not close-on-exec, adddup2(pipe, 1), addclosefrom_np 3, addchdir_np W, ls /proc/self/fd: ok 0 1 2 3
 addclosefrom_np 3, addopen /proc/self/fd/N (N W/target here) O_WRONLY: ENOENT

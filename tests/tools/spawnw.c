@@ -271,6 +271,7 @@ static int guard(const char *m, const char *w)
             {"addchdir_np M/dir, addopen W/cwdlink/x (-> /proc/self/cwd) O_CREAT", 4, "cwdlink/x", O_WRONLY | O_CREAT},
             {"addopen /dev/stdout O_WRONLY (no action before it)", 5, "/dev/stdout", O_WRONLY},
             {"60 W here, adddup2(fd of M/dir, 60), addopen /proc/self/fd/60/x O_CREAT", 6, "/proc/self/fd/60/x", O_WRONLY | O_CREAT},
+            {"60 W here, adddup2(fd of M/dir, 60), addopen W/fdlink/x (-> /proc/self/fd/60) O_CREAT", 6, "fdlink/x", O_WRONLY | O_CREAT},
         };
         char ma[4096];
         snprintf(ma, sizeof ma, "%s/a.txt", m);
@@ -602,20 +603,36 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
              rc, out);
     }
     /* the highest number an action names (a close, a dup2's target) is not one the shim's own descriptors take:
-     * addclose(K) or adddup2(0, K) with K the next free number from 60, then addopen(50, M/a.txt): cat 50 */
+     * L the next free number (after the pipe for the output), adddup2(pipe, 1), addclose(L) or adddup2(0, L), then
+     * addopen(2, M/a.txt): the child's cat of its descriptor 2 reads a.txt (issue 42 class 2) */
     for (int side = 0; side < 2; side++) {
-        int k = fcntl(0, F_DUPFD_CLOEXEC, 60);
-        close(k);
-        char *shv[] = {"/bin/cat", "/proc/self/fd/50", NULL};
+        int pq[2];
+        if (pipe2(pq, O_CLOEXEC) < 0)
+            return 2;
+        int l = fcntl(0, F_DUPFD_CLOEXEC, 3);
+        close(l);
+        char *catv[] = {"/bin/cat", "/proc/self/fd/2", NULL};
         posix_spawn_file_actions_init(&fa);
-        rc = side ? posix_spawn_file_actions_adddup2(&fa, 0, k) : posix_spawn_file_actions_addclose(&fa, k);
+        rc = posix_spawn_file_actions_adddup2(&fa, pq[1], 1);
         if (!rc)
-            rc = posix_spawn_file_actions_addopen(&fa, 50, ma, O_RDONLY, 0);
+            rc = side ? posix_spawn_file_actions_adddup2(&fa, 0, l) : posix_spawn_file_actions_addclose(&fa, l);
         if (!rc)
-            rc = capture(&fa, shv, out, sizeof out);
+            rc = posix_spawn_file_actions_addopen(&fa, 2, ma, O_RDONLY, 0);
+        pid_t sp;
+        if (!rc)
+            rc = posix_spawn(&sp, catv[0], &fa, NULL, catv, environ);
         posix_spawn_file_actions_destroy(&fa);
-        show(side ? "adddup2(0, K) (K the next free number from 60), addopen(50, M/a.txt), cat 50"
-                  : "addclose(K) (K the next free number from 60), addopen(50, M/a.txt), cat 50",
+        close(pq[1]);
+        ssize_t g, tot = 0;
+        while (tot < (ssize_t)sizeof out - 1 && (g = read(pq[0], out + tot, sizeof out - 1 - (size_t)tot)) > 0)
+            tot += g;
+        out[tot] = 0;
+        out[strcspn(out, "\n")] = 0;
+        close(pq[0]);
+        if (!rc)
+            waitpid(sp, &st, 0);
+        show(side ? "adddup2(pipe, 1), adddup2(0, L) (L the next free number), addopen(2, M/a.txt), cat 2"
+                  : "adddup2(pipe, 1), addclose(L) (L the next free number), addopen(2, M/a.txt), cat 2",
              rc, out);
     }
     /* a descriptor the program's dup2 action puts on the number the shim's own would take: the child still moves
