@@ -124,6 +124,7 @@ addchdir_np W, ls /proc/self/fd: ok (the descriptors of a child without it)
 addchdir_np M/dir, ls /proc/self/fd: ok (the descriptors of a child without it)
 addfchdir_np fd of M/dir, ls /proc/self/fd: ok (the descriptors of a child without it)
 addopen(50, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and: ok 50
+addopen(0, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and: ok none
 addopen(9, M/a.txt), addopen /proc/self/fd/K (K the next free number from 10) O_RDONLY: ENOENT
 adddup2(pipe, 1), addopen(K+1, M/a.txt), addopen(K, M/dir/deeper/c.txt) (K the next free number), cat both: ok c hello from a
 adddup2(pipe, 1), addclose(L) (L the next free number), addopen(2, M/a.txt), cat 2: ok hello from a

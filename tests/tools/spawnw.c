@@ -549,12 +549,15 @@ static int late(const char *m, const char *w, const char *par, const char *anc)
     }
     /* the shim's own descriptors for the spawn are the child's until its exec only; a number the program's child
      * would not have (the next free one from 10, which the shim's open for an action naming 9 takes) opens nothing */
-    posix_spawn_file_actions_init(&fa);
-    rc = posix_spawn_file_actions_addopen(&fa, 50, ma, O_RDONLY, 0);
-    if (!rc)
-        rc = capture(&fa, ls, out, sizeof out);
-    posix_spawn_file_actions_destroy(&fa);
-    show("addopen(50, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and", rc, extra(out, base, b, sizeof b));
+    for (int t = 50; t >= 0; t -= 50) { /* 0: the shim's descriptor then takes a number above the pipe's, unmoved */
+        posix_spawn_file_actions_init(&fa);
+        rc = posix_spawn_file_actions_addopen(&fa, t, ma, O_RDONLY, 0);
+        if (!rc)
+            rc = capture(&fa, ls, out, sizeof out);
+        posix_spawn_file_actions_destroy(&fa);
+        printf("addopen(%d, M/a.txt), ls /proc/self/fd: the descriptors of a child without it and: %s %s\n", t,
+               ename(rc), extra(out, base, b, sizeof b));
+    }
     int next = fcntl(0, F_DUPFD_CLOEXEC, 10);
     close(next);
     posix_spawn_file_actions_init(&fa);
