@@ -1,22 +1,23 @@
 /* dl.c - the calls that hand a path to code the shim cannot interpose: dlopen (the dynamic loader opens the file
- * with its own internal open) and posix_spawn_file_actions_addopen (the child opens it between clone and exec,
- * through no interposed call). A path in a mount is opened here, through the shim (fetched, verified), and the
- * real call gets the path of what was opened: the blob in the cache for a file, the skeleton for a directory; a
- * file action that would write there is refused with EROFS when it is added (the child's open is not ours).
- * Every other path goes to the real call untouched, dlopen's by a tail call, so that the loader still sees the
- * program's own caller (whose RUNPATH and namespace a bare library name is looked up with).
- * The file actions are glibc's to run in the child, through no interposed call: every one that could write
- * (addopen with write, create or truncate flags, whatever the spelling: /proc/self/fd/N, /proc/self/cwd/x, a
- * symlink) is put to the write guard here, on the directory the child will be in (an addchdir_np or addfchdir_np
- * before it moves the child: the guard then looks from there, and the child is handed the shim's own descriptor of
- * that directory, so that it moves where the guard looked), and refused with EROFS when it is added. */
+ * with its own internal open) and posix_spawn's file actions (the child runs them between clone and exec, through
+ * no interposed call). A dlopen of a path in a mount is opened here, through the shim (fetched, verified), and the
+ * real call gets the path of what was opened (the blob in the cache); every other path goes to the real dlopen
+ * untouched, by a tail call, so that the loader still sees the program's own caller (whose RUNPATH and namespace a
+ * bare library name is looked up with).
+ * A file action is only recorded when it is added; posix_spawn replays the record on the state at that moment, as
+ * the child will run it (its directory after each chdir action, its descriptors after each open, dup2, close and
+ * closefrom action), opens here through the shim what the child's opens and chdirs reach (the kernel's answers on
+ * a read-only tree, the write guard), and hands the child those very objects (issue 41 item 5). */
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOT_OURS ((void *)-1)
@@ -51,14 +52,6 @@ static int in_mount_at(int dirfd, const char *path, struct sh_loc *l)
             return 0;
     }
     return l->kind == L_MNT;
-}
-
-/* in_mount_at, or a synthesized ancestor of a mount that is not on disk (a spawn's file action may open one: its
- * skeleton in the cache) */
-static __attribute__((noinline)) int in_view_at(int dirfd, const char *path, struct sh_loc *l)
-{
-    struct stat st;
-    return in_mount_at(dirfd, path, l) || (l->kind == L_ANC && sh_r.lstat(l->path, &st) < 0);
 }
 
 static int in_mount(const char *path, struct sh_loc *l)
@@ -98,156 +91,6 @@ __attribute__((optimize("optimize-sibling-calls"))) SH_EXPORT void *dlopen(const
     return REAL(dlopen, void *(*)(const char *, int))(path, mode);   /* a tail call: the caller stays the program */
 }
 
-/* The directory a file-actions object's child will be in when its next action runs, as the shim follows it: kept in
- * glibc's reserved words of the object (__pad, zeroed by posix_spawn_file_actions_init, never read by glibc 2.36).
- * Every addchdir_np / addfchdir_np the shim can resolve when it is added becomes an addfchdir_np of an O_PATH
- * descriptor the shim opened then and holds (with its identity, so that one the program closed and reused is never
- * taken for it, nor closed by destroy): the child moves to the directory the guard looked from, whatever the
- * program does to the path or to its own descriptor before posix_spawn (issue 33 round 4). One the shim cannot
- * resolve then (a path not there yet, a descriptor not open, no room left, or one a closefrom action added before
- * would close in the child) is left to the child as given, and the child's directory is "unknown": a relative or
- * /proc/self/cwd write action added after it is refused (EROFS), since the child may be anywhere by then.
- * An open, dup2 or close action runs in the child before a chdir action added after it: the number it gives or
- * takes could be the one the shim's descriptor has when the chdir is added (a number the program can predict), and
- * the child would move to the directory the program put there (a skeleton in the cache). The shim's descriptor is
- * moved above every number such an action names (tmax). */
-#define FA_MAGIC 0x68667333u /* "hfs3" */
-#define FA_HELD 3
-struct fa_cwd {
-    unsigned magic;
-    unsigned char n;        /* descriptors held, the child's directory the last */
-    unsigned char unknown;  /* the child's directory after the last chdir action is not known here */
-    unsigned char cf;       /* a closefrom action was added, from cf_from */
-    int cf_from;
-    int tmax;               /* 1 + the highest descriptor an open, dup2 or close action added names; 0: none */
-    struct {
-        int fd;
-        unsigned dev;
-        unsigned long ino;
-    } h[FA_HELD];
-};
-_Static_assert(sizeof(struct fa_cwd) <= sizeof(((posix_spawn_file_actions_t *)0)->__pad), "fa_cwd fits __pad");
-
-static void fa_get(const posix_spawn_file_actions_t *fa, struct fa_cwd *c)
-{
-    memcpy(c, fa->__pad, sizeof *c);
-    if (c->magic != FA_MAGIC)
-        memset(c, 0, sizeof *c);
-}
-
-static void fa_put(posix_spawn_file_actions_t *fa, struct fa_cwd *c)
-{
-    c->magic = FA_MAGIC;
-    memcpy(fa->__pad, c, sizeof *c);
-}
-
-/* 1 when held descriptor i is still the one the shim opened */
-static int fa_same(const struct fa_cwd *c, int i)
-{
-    struct stat st;
-    return sh_r.fstat(c->h[i].fd, &st) == 0 && (unsigned)st.st_dev == c->h[i].dev && st.st_ino == c->h[i].ino;
-}
-
-/* the child's directory for fa's next action: the descriptor held, or AT_FDCWD (no chdir action: the parent's cwd,
- * which the child starts in); -1 when it is unknown or the one held is no longer the same directory (the guard then
- * refuses what it cannot place) */
-static int fa_dir(const posix_spawn_file_actions_t *fa)
-{
-    struct fa_cwd c;
-    fa_get(fa, &c);
-    if (c.unknown)
-        return -1;
-    if (!c.n)
-        return AT_FDCWD;
-    return fa_same(&c, c.n - 1) ? c.h[c.n - 1].fd : -1;
-}
-
-/* Descriptors the shim holds for all the file-actions objects of this process: a program that keeps many objects
- * alive (each with a chdir action) must not run out of descriptors because of the shim (round 4 review: 1100 live
- * objects left open() EMFILE under a limit of 1024). Past FA_MAX_LIVE a chdir action is the child's as given, its
- * directory unknown. Atomic, no lock: a forked child inherits the count with the descriptors. */
-#define FA_MAX_LIVE 64
-static int fa_live;
-
-static void fa_unlive(void)
-{
-    __atomic_sub_fetch(&fa_live, 1, __ATOMIC_RELAXED);
-}
-
-static void fa_forget(posix_spawn_file_actions_t *fa)
-{
-    struct fa_cwd c;
-    fa_get(fa, &c);
-    for (int i = 0; i < c.n && i < FA_HELD; i++) {
-        if (fa_same(&c, i))
-            sh_r.close(c.h[i].fd);
-        fa_unlive();
-    }
-    memset(fa->__pad, 0, sizeof(struct fa_cwd));
-}
-
-/* fd (an O_PATH directory descriptor of the shim's, or -1) as the directory of fa's next chdir action: 1 when it is
- * held, the action to be added with it; 0 when it cannot be (closed here; the action is added as the caller gave
- * it, and the child's directory becomes unknown) */
-static int fa_hold(posix_spawn_file_actions_t *fa, int fd)
-{
-    struct fa_cwd c;
-    struct stat st;
-    fa_get(fa, &c);
-    if (fd >= 0 && fd < c.tmax) { /* a number an action before this one gives or closes in the child */
-        int hi = sh_r.fcntl(fd, F_DUPFD_CLOEXEC, c.tmax);
-        sh_r.close(fd);
-        fd = hi;
-    }
-    int room = fd >= 0 && __atomic_add_fetch(&fa_live, 1, __ATOMIC_RELAXED) <= FA_MAX_LIVE;
-    if (fd >= 0 && !room)
-        fa_unlive();
-    if (room && c.n < FA_HELD && !(c.cf && fd >= c.cf_from) && sh_r.fstat(fd, &st) == 0) {
-        c.h[c.n].fd = fd;
-        c.h[c.n].dev = (unsigned)st.st_dev;
-        c.h[c.n].ino = st.st_ino;
-        c.n++;
-        c.unknown = 0;
-        fa_put(fa, &c);
-        return 1;
-    }
-    if (room)
-        fa_unlive();
-    if (fd >= 0)
-        sh_r.close(fd);
-    return 0;
-}
-
-/* an open, dup2 or close action of descriptor fd added (rc 0): fd for fa_hold to keep clear of; rc */
-static int fa_names(posix_spawn_file_actions_t *fa, int fd, int rc)
-{
-    struct fa_cwd c;
-    if (rc || fd < 0 || !sh_nmounts)
-        return rc;
-    fa_get(fa, &c);
-    if (fd >= c.tmax) {
-        c.tmax = fd + 1;
-        fa_put(fa, &c);
-    }
-    return rc;
-}
-
-/* the chdir action added (rc 0) with a descriptor fa_hold took: rc; otherwise that descriptor is given up again */
-static int fa_added(posix_spawn_file_actions_t *fa, int held, int rc)
-{
-    struct fa_cwd c;
-    fa_get(fa, &c);
-    if (held && rc) {
-        sh_r.close(c.h[--c.n].fd);
-        fa_unlive();
-        fa_put(fa, &c);
-    } else if (!held && !rc) {
-        c.unknown = 1;
-        fa_put(fa, &c);
-    }
-    return rc;
-}
-
 /* After a chdir action, "/proc/self/cwd/REST" (or thread-self's) in a later action is the child's directory: REST
  * ("." for none) to look up from there; NULL for any other spelling. */
 static const char *proc_cwd(const char *path)
@@ -270,18 +113,237 @@ static int in_proc(const char *acc)
     return sh_r.statfs(acc[0] ? acc : "/", &sf) == 0 && sf.f_type == 0x9fa0; /* PROC_SUPER_MAGIC */
 }
 
+/* ---- posix_spawn's file actions: recorded when added, judged at the spawn ----------------------------------
+ * What an action reaches depends on what the program does between adding it and posix_spawn (a chdir into a mount,
+ * a descriptor closed and its number reused: issue 41 item 5), so nothing is judged, opened or held when an action
+ * is added. Each add goes to glibc's own list as given (glibc's answers: EBADF for a number out of range, ENOMEM)
+ * and to the shim's record of it, an array the shim allocates, hung in glibc's reserved words of the object (__pad,
+ * zeroed by posix_spawn_file_actions_init, never read by glibc 2.36) and freed by destroy. posix_spawn replays the
+ * record in order against the state at that moment (fa_replay: the child's directory and descriptors as its actions
+ * change them) and hands the child a list of its own built from it, destroyed when the spawn returns. */
+enum { A_OPEN, A_CLOSE, A_DUP2, A_CHDIR, A_FCHDIR, A_CLOSEFROM, A_TCPGRP };
+struct fa_act {
+    int kind, fd, fd2, oflag; /* fd2: dup2's target */
+    mode_t mode;
+    const char *path; /* open and chdir: the shim's copy (the record's), or a path of the replay's */
+};
+#define FA_MAGIC 0x68667334u
+struct fa_rec {
+    unsigned magic, n, cap;
+    struct fa_act *a;
+};
+_Static_assert(sizeof(struct fa_rec) <= sizeof(((posix_spawn_file_actions_t *)0)->__pad), "fa_rec fits __pad");
+
+static void fa_get(const posix_spawn_file_actions_t *fa, struct fa_rec *r)
+{
+    memcpy(r, fa->__pad, sizeof *r);
+    if (r->magic != FA_MAGIC)
+        memset(r, 0, sizeof *r);
+}
+
+static void fa_put(posix_spawn_file_actions_t *fa, struct fa_rec *r)
+{
+    r->magic = FA_MAGIC;
+    memcpy(fa->__pad, r, sizeof *r);
+}
+
+/* one action appended to fa's record: 0, or ENOMEM (nothing appended) */
+static int fa_note(posix_spawn_file_actions_t *fa, int kind, int fd, int fd2, const char *path, int oflag, mode_t mode)
+{
+    struct fa_rec r;
+    fa_get(fa, &r);
+    if (r.n == r.cap) {
+        unsigned cap = r.cap ? 2 * r.cap : 8;
+        struct fa_act *a = realloc(r.a, cap * sizeof *a);
+        if (!a)
+            return ENOMEM;
+        r.a = a;
+        r.cap = cap;
+        fa_put(fa, &r);
+    }
+    char *p = path ? strdup(path) : NULL;
+    if (path && !p)
+        return ENOMEM;
+    r.a[r.n++] = (struct fa_act){kind, fd, fd2, oflag, mode, p};
+    fa_put(fa, &r);
+    return 0;
+}
+
+/* glibc's answer rc to the add fa_note recorded: its error takes the record back; rc */
+static int fa_kept(posix_spawn_file_actions_t *fa, int rc)
+{
+    struct fa_rec r;
+    fa_get(fa, &r);
+    if (rc && r.n) {
+        free((char *)r.a[--r.n].path);
+        fa_put(fa, &r);
+    }
+    return rc;
+}
+
+/* the record noted (fa_note), then glibc's add (EXPR): its answer. errno kept. */
+#define FA_ADD(FA, KIND, FD, FD2, PATH, FL, MODE, EXPR)                                                     \
+    do {                                                                                                    \
+        int e_ = errno, rc_ = fa_note((FA), (KIND), (FD), (FD2), (PATH), (FL), (MODE));                     \
+        rc_ = rc_ ? rc_ : fa_kept((FA), (EXPR));                                                            \
+        errno = e_;                                                                                         \
+        return rc_;                                                                                         \
+    } while (0)
+
+/* The replay of a record at posix_spawn (fa_replay). The child's descriptors an action changed: t (the last entry
+ * of a number wins), each with the descriptor here that holds what the child will have there (FA_CLOSED: none;
+ * FA_UNKNOWN: opened by the child as given, in a vfork child). own: the shim's descriptors for the spawn (the
+ * objects the child's opens and chdirs reach, opened here), above every number an action names (base) and closed
+ * when the spawn returns; the child has them until its exec (O_CLOEXEC). op: what the child is handed. cw: the
+ * child's directory here (AT_FDCWD: the program's cwd, which the child starts in; a descriptor of own; -1 unknown,
+ * in a vfork child). cf: a closefrom action closed every number from cf. vf: in a vfork child, where nothing is
+ * opened through the shim: a write is put to the guard and handed over as given, the rest as given. */
+#define FA_CLOSED (-1)
+#define FA_UNKNOWN (-3)
+struct fa_run {
+    const struct fa_act *a;
+    unsigned n, nt, nown, nop;
+    struct {
+        int k, st;
+    } *t;
+    int *own;
+    struct fa_act *op;
+    char (*buf)[32];
+    int cw, cf, base, vf, rc;
+    posix_spawn_file_actions_t out; /* the child's, built by fa_build */
+    ucontext_t uc[2];               /* the host's stack, the replay's (FA_STACK) */
+};
+
+/* what the child's descriptor k holds at this point of the replay: the descriptor here that has the same object (k
+ * itself when no action changed it), FA_CLOSED, or FA_UNKNOWN */
+static int fa_at(const struct fa_run *r, int k)
+{
+    for (unsigned i = r->nt; i-- > 0;)
+        if (r->t[i].k == k)
+            return r->t[i].st;
+    if (k < 0 || k >= r->cf)
+        return FA_CLOSED;
+    for (unsigned i = 0; i < r->nown; i++)
+        if (r->own[i] == k)
+            return FA_CLOSED; /* not open when the spawn began: the program's child would not have it */
+    return k;
+}
+
+static int fa_is_own(const struct fa_run *r, int k)
+{
+    for (unsigned i = 0; i < r->nown; i++)
+        if (r->own[i] == k)
+            return 1;
+    return 0;
+}
+
+static void fa_set(struct fa_run *r, int k, int st)
+{
+    r->t[r->nt].k = k;
+    r->t[r->nt++].st = st;
+}
+
+/* the next action handed to the child: a, with path p */
+static void fa_emit(struct fa_run *r, const struct fa_act *a, int kind, int fd, const char *p)
+{
+    struct fa_act *o = &r->op[r->nop++];
+    *o = *a;
+    o->kind = kind;
+    o->fd = fd;
+    o->path = p;
+}
+
+/* fd, a descriptor the shim opened for this spawn (O_CLOEXEC), kept in own: moved to a number no action names (the
+ * child's actions would close or replace it before it is used); the number, or -1 with errno */
+static int fa_own(struct fa_run *r, int fd)
+{
+    if (fd < 0)
+        return -1;
+    if (fd < r->base) {
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, r->base), e = errno;
+        close(fd);
+        if (hi < 0) {
+            errno = e;
+            return -1;
+        }
+        fd = hi;
+    }
+    r->own[r->nown++] = fd;
+    return fd;
+}
+
+/* "/proc/self/fd/K" (thread-self's, "/dev/fd/K") or "/dev/stdin|stdout|stderr", and *rest what follows it ("" or a
+ * path, its '/'s skipped; "." for a trailing '/' alone): K; -1 for any other spelling */
+static int proc_fd(const char *path, const char **rest)
+{
+    static const char *const pre[] = {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"};
+    static const char *const std[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
+    const char *q = NULL;
+    long k = -1;
+    for (int i = 0; i < 3 && !q; i++) {
+        size_t n = strlen(pre[i]);
+        if (!strncmp(path, pre[i], n) && path[n] >= '0' && path[n] <= '9') {
+            char *end;
+            k = strtol(path + n, &end, 10);
+            q = end;
+        }
+        n = strlen(std[i]);
+        if (!q && !strncmp(path, std[i], n))
+            k = i, q = path + n;
+    }
+    if (!q || (*q && *q != '/') || k > 1 << 30)
+        return -1;
+    int slash = *q == '/';
+    while (*q == '/')
+        q++;
+    *rest = *q ? q : slash ? "." : "";
+    return (int)k;
+}
+
+/* Where the child's walk of path starts, as a place here: *d and the path to walk from it (path itself; what
+ * follows "/proc/self/cwd" after a chdir action, from the child's directory; what follows "/proc/self/fd/K" from
+ * the descriptor that holds the child's K, or "/proc/self/fd/<that one>" for K itself, in buf). NULL: ENOENT (the
+ * child has no K). *d -1: the child's directory or descriptor is not known here (a vfork child). */
+static const char *fa_where(const struct fa_run *r, const char *path, int *d, char *buf)
+{
+    const char *rest;
+    *d = AT_FDCWD;
+    if (path[0] != '/') {
+        *d = r->cw;
+        return path;
+    }
+    if ((rest = proc_cwd(path))) {
+        if (r->cw == AT_FDCWD)
+            return path;
+        *d = r->cw;
+        return rest;
+    }
+    int k = proc_fd(path, &rest), st = k < 0 ? k : fa_at(r, k);
+    if (k < 0 || st == k)
+        return path;
+    if (st == FA_UNKNOWN) {
+        *d = -1;
+        return path;
+    }
+    if (st == FA_CLOSED)
+        return NULL;
+    if (*rest) {
+        *d = st;
+        return rest;
+    }
+    snprintf(buf, 32, "/proc/self/fd/%d", st);
+    return buf;
+}
 /* A write action's path walked as the child's open will walk it, with this process's file system: 1 when that walk
  * reaches something of the child's own that differs from this process's, where the guard's look from here proves
  * nothing (issue 33 round 4 review): /proc/self (thread-self, or a pid not there now: the child's, predictable)
- * then fd/K with K a number an open or dup2 action gives the child (below c->tmax), or cwd after a chdir action.
- * Spellings of it: /proc/self/fd/K, /dev/fd/K, /dev/stdout, a symlink anywhere to them (a spelled /proc/self/cwd
- * prefix comes here as the rest, from the held directory: proc_cwd). base: where a relative path starts; cwdfd: the
- * child's directory (fa_dir). 0 on anything it cannot follow (the guard's check stands). */
-static __attribute__((noinline)) int child_own(const posix_spawn_file_actions_t *fa, int base, int cwdfd, const char *path)
+ * then fd/K with K a number an action before this one changed in the child (fa_at), or cwd after a chdir action.
+ * The spellings that start so (/proc/self/fd/K, /dev/fd/K, /dev/stdout, /proc/self/cwd) come here as fa_where
+ * placed them, so what is left is a symlink to them on the way. base: where a relative path starts (fa_where's
+ * place). 0 on anything it cannot follow (the guard's look from here stands). */
+static __attribute__((noinline)) int child_own(const struct fa_run *fr, int base, const char *path)
 {
-    /* (not inlined, and the actions' record read here: addopen's frame is on the stack budget's worst chain) */
-    struct fa_cwd cw, *c = &cw;
-    fa_get(fa, c);
+    int cwdfd = fr->cw;
     SH_SCRATCH(s);
     char *acc = s->a, *rest = s->b, *alt = s->c, *lk = s->d;
     size_t al = 0, child_al = 0;
@@ -356,8 +418,9 @@ static __attribute__((noinline)) int child_own(const posix_spawn_file_actions_t 
                 pc--;
             if (len == 3 && !memcmp(comp, "cwd", 3) && cwdfd != AT_FDCWD)
                 return 1; /* this process's cwd is not the child's: the guard's look is of the wrong one */
-            if (acc + pl - pc == 2 && !memcmp(pc, "fd", 2) && atoi(comp) < c->tmax)
-                return 1;
+            if (acc + pl - pc == 2 && !memcmp(pc, "fd", 2) && fa_at(fr, atoi(comp)) != atoi(comp) &&
+                !fa_is_own(fr, atoi(comp)))
+                return 1; /* the child's K is not this process's K */
         }
         {
             ssize_t k = sh_r.readlink(acc, lk, SH_SCR - 1);
@@ -387,176 +450,390 @@ static __attribute__((noinline)) int child_own(const posix_spawn_file_actions_t 
     }
 }
 
-/* A read-only file action's path is the child's own to open: outside the mounts by its spelling and there on disk
- * (a name that is not may reach a mount or an ancestor through a symlink or from the cwd, which a plain call's
- * fallback would find after its real call failed: the child's open has no fallback) */
-/* (not inlined: a struct stat each, off the frame of addopen, which is on the stack budget's worst chain) */
-static __attribute__((noinline)) int ro_outside(const posix_spawn_file_actions_t *fa, const char *path)
+
+/* An open action: the child's open. One outside the mounts that reads (no write access, no O_CREAT or O_TRUNC) of
+ * something there on disk is the child's own, as given; its object is held here (O_PATH) for a later action's
+ * /proc/self/fd/K. Any other (a write, a read of a mount's path, of a synthesized ancestor's, of what a ".." or a
+ * fallback finds) is opened here, by the shim's own openat on the place fa_where found: the kernel's answer on a
+ * read-only tree (EROFS, EEXIST for O_CREAT|O_EXCL of a file there, an O_RDONLY|O_CREAT of one opens it), the write
+ * guard (its check and the open on the same directory), a file of a mount fetched and verified; the child gets a
+ * dup2 of that descriptor, so that it has the very object judged. A character device (a terminal) is reopened by
+ * the child itself through /proc/self/fd/<the shim's descriptor>: a child of POSIX_SPAWN_SETSID still makes it its
+ * controlling terminal (the shim's own open here adds O_NOCTTY). 0, or the errno the spawn answers. */
+static int fa_open(struct fa_run *r, const struct fa_act *a)
 {
+    int ro = (a->oflag & O_ACCMODE) == O_RDONLY && !(a->oflag & (O_CREAT | O_TRUNC)), d;
+    char *buf = r->buf[r->nop];
+    const char *p = fa_where(r, a->path, &d, buf);
     struct stat st;
-    if (!sh_outside(AT_FDCWD, path) || fa_dir(fa) != AT_FDCWD)
+    if (!p)
+        return ENOENT;
+    if (d == -1 || r->vf) {
+        /* nothing opened here: a write the guard cannot place is refused */
+        SH_LOC(l);
+        if (!ro && (d == -1 || child_own(r, d, p) ||
+                    (sh_classify(d, p, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
+                    sh_wguard_slow(d, p, SH_W_OPEN, a->oflag)))
+            return EROFS;
+        fa_emit(r, a, A_OPEN, a->fd, a->path);
+        fa_set(r, a->fd, FA_UNKNOWN);
         return 0;
-    int e = errno, r = sh_r.stat(path, &st) == 0 || !SH_FALLBACK_ERR(errno);
-    errno = e;
-    return r;
-}
-
-static int addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag, mode_t mode)
-{
-    int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
-        REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
-    int ro = (oflag & O_ACCMODE) == O_RDONLY && !(oflag & (O_CREAT | O_TRUNC));
-    LAUNDER(path);
-    /* a write takes no fast path: /proc/self/fd/N of a blob, /proc/self/cwd/x from a cwd in a mount, a symlink
-     * into the cache are all spelled outside the mounts (issue 33 item 1) */
-    if (!path || (ro ? sh_in_vfork() || ro_outside(fa, path) : !sh_wguard_on))
-        return real(fa, fd, path, oflag, mode);
-    int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
-    if (d == -1)
-        return ro ? real(fa, fd, path, oflag, mode) : EROFS;
-    SH_LOC(l);
-    SH_SCRATCH(t);
-    /* a read-only open of a file or directory in a mount: the child opens what the shim opened here */
-    struct stat st;
-    int k = ro ? sh_classify(d, path, &l) : L_NONE;
-    if ((k == L_NONE || (k == L_ANC && sh_r.lstat(l.path, &st) == 0)) && l.kpath && strlen(l.kpath) < SH_SCR)
-        path = memcpy(t->b, l.kpath, strlen(l.kpath) + 1); /* a ".." out of an ancestor: where the kernel goes */
-    else if (ro && in_view_at(d, path, &l) && real_of(&l, oflag, t->a, SH_SCR) == 0)
-        path = t->a;
-    /* a write into a mount (or, from a cwd there, into the cache's copy of it): refused now with the mount's
-     * EROFS, since the child's open would create or truncate in the cache or fail with ENOENT */
-    int gd = d;
-    const char *gp = path;
-    if (!ro && fa_dir(fa) != AT_FDCWD && (gp = proc_cwd(path))) /* the child's cwd, not this process's */
-        gd = fa_dir(fa);
-    else
-        gp = path;
-    if (!ro && (gd == -1 || child_own(fa, gd, fa_dir(fa), gp) || (sh_classify(gd, gp, &l) != L_NONE && !(l.kind == L_ANC && sh_r.lstat(l.path, &st) == 0)) ||
-                sh_wguard_slow(gd, gp, SH_W_OPEN, oflag)))
+    }
+    if (ro && sh_outside(d, p) && (sh_r.fstatat(d, p, &st, 0) == 0 || !SH_FALLBACK_ERR(errno))) {
+        int h = fa_own(r, sh_r.openat(d, p, O_PATH | O_CLOEXEC | (a->oflag & O_NOFOLLOW)));
+        fa_emit(r, a, A_OPEN, a->fd, a->path);
+        fa_set(r, a->fd, h < 0 ? FA_UNKNOWN : h);
+        return 0;
+    }
+    if (!ro && child_own(r, d, p))
         return EROFS;
-    errno = e;
-    return real(fa, fd, path, oflag, mode);
-}
-
-/* a write action is put to the guard in a vfork child too (and in the child of a raw fork syscall, which is one
- * for the shim for good): open() is there, and such a child may add actions and spawn as any program */
-SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
-                                               mode_t mode)
-{
-    return fa_names(fa, fd, addopen(fa, fd, path, oflag, mode));
-}
-
-SH_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, int fd, int to)
-{
-    return fa_names(fa, to, REAL(posix_spawn_file_actions_adddup2, int (*)(posix_spawn_file_actions_t *, int, int))(fa, fd, to));
-}
-
-SH_EXPORT int posix_spawn_file_actions_addclose(posix_spawn_file_actions_t *fa, int fd)
-{
-    return fa_names(fa, fd, REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int))(fa, fd));
-}
-
-/* The child's chdir: a directory in a mount (or a synthesized ancestor) becomes the real directory the shim's
- * chdir would go to (its skeleton in the cache), so that the child starts in the mount. The directory is opened
- * here and the child gets an addfchdir_np of that descriptor (fa_hold): the guard of the actions added after it
- * looks from the directory the child will really be in. */
-SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *fa, const char *path)
-{
-    int (*real)(posix_spawn_file_actions_t *, const char *) =
-        REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *));
-    LAUNDER(path);
-    if (!path || !sh_nmounts)
-        return real(fa, path);
-    if (sh_in_vfork()) /* nothing opened here: as given, and where the child will be is unknown */
-        return fa_added(fa, 0, real(fa, path));
-    int e = errno, d = path[0] == '/' ? AT_FDCWD : fa_dir(fa);
-    SH_LOC(l);
-    SH_SCRATCH(t);
-    const char *to = path;
-    if (d != -1 && sh_classify(d, path, &l) != L_NONE && real_of(&l, O_RDONLY | O_DIRECTORY, t->a, SH_SCR) == 0)
-        to = t->a;
-    int held = fa_hold(fa, d == -1 ? -1 : sh_r.openat(d, to, O_PATH | O_DIRECTORY | O_CLOEXEC)), rc;
-    if (held)
-        rc = REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int))(fa, fa_dir(fa));
-    else
-        rc = real(fa, to);
-    fa_added(fa, held, rc);
-    errno = e;
-    return rc;
-}
-
-/* The child's fchdir: to a descriptor of the shim's, opened on dfd's directory now (the program may close dfd or
- * dup2 another directory onto it before posix_spawn: the guard looked from this one) */
-SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *fa, int dfd)
-{
-    int (*real)(posix_spawn_file_actions_t *, int) =
-        REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
-    if (!sh_nmounts || dfd < 0)
-        return real(fa, dfd);
-    if (sh_in_vfork())
-        return fa_added(fa, 0, real(fa, dfd));
-    int e = errno;
-    int held = fa_hold(fa, sh_r.openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    int rc = fa_added(fa, held, real(fa, held ? fa_dir(fa) : dfd));
-    errno = e;
-    return rc;
-}
-
-/* A closefrom action closes, in the child, every descriptor the shim would hold for a chdir action added after it:
- * those are then left to the child as given (fa_hold) */
-SH_EXPORT int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *fa, int from)
-{
-    int rc = REAL(posix_spawn_file_actions_addclosefrom_np, int (*)(posix_spawn_file_actions_t *, int))(fa, from);
-    if (rc == 0 && sh_nmounts && !sh_in_vfork()) {
-        struct fa_cwd c;
-        fa_get(fa, &c);
-        if (!c.cf || from < c.cf_from)
-            c.cf_from = from;
-        c.cf = 1;
-        fa_put(fa, &c);
-    }
-    return rc;
-}
-
-SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
-{
-    LAUNDER(fa);
-    if (fa && sh_nmounts && !sh_in_vfork()) {
-        int e = errno;
-        fa_forget(fa);
+    int e = errno, fd = fa_own(r, openat(d, p, a->oflag | O_CLOEXEC | O_NOCTTY, a->mode));
+    if (fd < 0) {
+        int k = errno;
         errno = e;
+        return k;
     }
-    return REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(fa);
+    if (!(a->oflag & O_NOCTTY) && sh_r.fstat(fd, &st) == 0 && S_ISCHR(st.st_mode)) {
+        snprintf(buf, 32, "/proc/self/fd/%d", fd);
+        fa_emit(r, a, A_OPEN, a->fd, buf);
+    } else {
+        fa_emit(r, a, A_DUP2, fd, NULL);
+        r->op[r->nop - 1].fd2 = a->fd;
+    }
+    fa_set(r, a->fd, fd);
+    return 0;
 }
 
-/* A descriptor held for a chdir action that is no longer the shim's (the program closed it, and another directory
- * may have its number now): the child would move there, past the guard; the spawn fails with EBADF instead */
-static int fa_intact(const posix_spawn_file_actions_t *fa)
+/* A chdir action (path) or an fchdir action (its descriptor): the directory the child would move to, opened here
+ * (O_PATH; a mount's directory or a synthesized ancestor: its skeleton in the cache, where the shim's chdir goes),
+ * and the child gets an fchdir of that descriptor, so that it moves where the actions after it were judged from.
+ * In a vfork child (nothing opened here), as given: the child's directory is then unknown. 0 or the errno. */
+static int fa_chdir(struct fa_run *r, const struct fa_act *a)
 {
-    struct fa_cwd c;
-    if (!fa || !sh_nmounts) /* a vfork child too: it may have replaced an inherited one */
-        return 1;
-    fa_get(fa, &c);
-    int e = errno, ok = 1;
-    for (int i = 0; i < c.n && i < FA_HELD && ok; i++)
-        ok = fa_same(&c, i);
-    errno = e;
-    return ok;
+    int d = -1, h = -1, e = errno;
+    const char *p = NULL;
+    if (a->kind == A_CHDIR && !(p = fa_where(r, a->path, &d, r->buf[r->nop])))
+        return ENOENT;
+    int st = a->kind == A_FCHDIR ? fa_at(r, a->fd) : 0;
+    if (a->kind == A_FCHDIR && st == FA_CLOSED)
+        return EBADF;
+    if (r->vf || (a->kind == A_CHDIR ? d == -1 : st == FA_UNKNOWN)) {
+        fa_emit(r, a, a->kind, a->fd, a->path);
+        r->cw = -1;
+        return 0;
+    }
+    if (a->kind == A_FCHDIR) {
+        h = sh_r.openat(st, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        SH_LOC(l);
+        SH_SCRATCH(t);
+        int k = sh_classify(d, p, &l) != L_NONE ? real_of(&l, O_RDONLY | O_DIRECTORY, t->a, SH_SCR) : -ENOENT;
+        if (k < 0 && k != -ENOENT)
+            return -k;
+        h = sh_r.openat(d, k == 0 ? t->a : p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    if ((h = fa_own(r, h)) < 0) {
+        int k = errno;
+        errno = e;
+        return k;
+    }
+    fa_emit(r, a, A_FCHDIR, h, NULL);
+    r->cw = h;
+    return 0;
+}
+
+/* The record replayed in order against the state at the spawn (see fa_run): 0 and r->op, or the errno the child's
+ * first failing action would give (the spawn answers it; the child is not started). */
+static int fa_replay(struct fa_run *r)
+{
+    for (unsigned i = 0; i < r->n; i++) {
+        const struct fa_act *a = &r->a[i];
+        int rc = 0, st;
+        switch (a->kind) {
+        case A_OPEN:
+            rc = fa_open(r, a);
+            break;
+        case A_CHDIR:
+        case A_FCHDIR:
+            rc = fa_chdir(r, a);
+            break;
+        case A_DUP2:
+            st = fa_at(r, a->fd);
+            if (st == FA_CLOSED || (st >= 0 && sh_r.fcntl(st, F_GETFD) < 0))
+                return EBADF;
+            fa_set(r, a->fd2, st);
+            fa_emit(r, a, a->kind, a->fd, NULL);
+            break;
+        case A_CLOSE:
+            fa_set(r, a->fd, FA_CLOSED);
+            fa_emit(r, a, a->kind, a->fd, NULL);
+            break;
+        case A_CLOSEFROM:
+            for (unsigned j = 0; j < r->nt; j++)
+                if (r->t[j].k >= a->fd)
+                    r->t[j].st = FA_CLOSED;
+            if (a->fd < r->cf)
+                r->cf = a->fd;
+            fa_emit(r, a, a->kind, a->fd, NULL);
+            break;
+        default:
+            fa_emit(r, a, a->kind, a->fd, NULL);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* r->op added to out with glibc's own adds. A closefrom action would close the shim's descriptors the child has not
+ * used yet (all above every number an action names): it becomes a close of each number from its own up to them and a
+ * closefrom above them. 0 or ENOMEM. */
+static int fa_build(const struct fa_run *r, posix_spawn_file_actions_t *out)
+{
+    int hi = 0, rc = 0;
+    for (unsigned i = 0; i < r->nown; i++)
+        if (r->own[i] >= hi)
+            hi = r->own[i] + 1;
+    for (unsigned i = 0; i < r->nop && !rc; i++) {
+        const struct fa_act *o = &r->op[i];
+        switch (o->kind) {
+        case A_OPEN:
+            rc = REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int,
+                                                                mode_t))(out, o->fd, o->path, o->oflag, o->mode);
+            break;
+        case A_DUP2:
+            rc = REAL(posix_spawn_file_actions_adddup2, int (*)(posix_spawn_file_actions_t *, int, int))(out, o->fd, o->fd2);
+            break;
+        case A_CLOSE:
+            rc = REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int))(out, o->fd);
+            break;
+        case A_CHDIR:
+            rc = REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *))(out, o->path);
+            break;
+        case A_FCHDIR:
+            rc = REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int))(out, o->fd);
+            break;
+        case A_CLOSEFROM:
+            for (int k = o->fd; k < hi && !rc; k++)
+                if (!fa_is_own(r, k))
+                    rc = REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int))(out, k);
+            if (!rc)
+                rc = REAL(posix_spawn_file_actions_addclosefrom_np, int (*)(posix_spawn_file_actions_t *, int))(
+                    out, o->fd > hi ? o->fd : hi);
+            break;
+        default:
+            rc = REAL(posix_spawn_file_actions_addtcsetpgrp_np, int (*)(posix_spawn_file_actions_t *, int))(out, o->fd);
+        }
+    }
+    return rc;
 }
 
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                         char *const[], char *const[]);
 
+/* The replay runs on a stack of the shim's own (FA_STACK, mapped for the spawn, a guard page below it): its chain
+ * reaches the shim's whole open (the write guard, the kernel's walk, a mount's load), deeper than the 2 KiB the
+ * shim may take of a host thread's stack (docs/internals.md, "Rules for code that runs in the host"); the host's
+ * stack carries fa_spawn's frame and swapcontext's. */
+#define FA_STACK (256u << 10)
+static __thread struct fa_run *fa_cur;
+
+static void fa_main(void)
+{
+    struct fa_run *r = fa_cur;
+    r->rc = fa_replay(r);
+    if (!r->rc)
+        r->rc = fa_build(r, &r->out);
+}
+
+/* fa_main run on stk; r->rc its answer (ENOMEM when the switch failed). Out of line: getcontext returns twice.
+ * The sanitized build (ASan, whose stack bookkeeping cannot follow a switch: it warns on stderr, the program's)
+ * runs it on the caller's stack: make stack checks the plain build's frames. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FA_SAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FA_SAN 1
+#endif
+#endif
+static __attribute__((noinline)) void fa_on_stack(struct fa_run *r, char *stk)
+{
+#ifdef FA_SAN
+    (void)stk;
+    fa_cur = r;
+    fa_main();
+    return;
+#endif
+    r->rc = ENOMEM;
+    if (getcontext(&r->uc[1]) < 0)
+        return;
+    r->uc[1].uc_stack.ss_sp = stk;
+    r->uc[1].uc_stack.ss_size = FA_STACK;
+    r->uc[1].uc_link = &r->uc[0];
+    makecontext(&r->uc[1], fa_main, 0);
+    fa_cur = r;
+    if (swapcontext(&r->uc[0], &r->uc[1]) < 0)
+        r->rc = ENOMEM;
+}
+
+/* posix_spawn(p) (spawnp: 1) with fa's actions judged now (fa_replay). One without an open or chdir action runs as
+ * it is, and so does one whose record is not glibc's list: actions added past the shim, through glibc's own adds
+ * (the shim's helper spawns /dev/null redirections so, shim/helper.c), are not the program's by any interposed
+ * call. Everything is on the heap (the frame stays small: see FA_STACK). */
+static __attribute__((noinline)) int fa_spawn(int spawnp, pid_t *pid, const char *path,
+                                              const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
+                                              char *const argv[], char *const envp[])
+{
+    spawn_fn real = spawnp ? REAL(posix_spawnp, spawn_fn) : REAL(posix_spawn, spawn_fn);
+    struct fa_rec rec;
+    fa_get(fa, &rec);
+    unsigned judge = 0;
+    int base = 3;
+    for (unsigned i = 0; i < rec.n; i++) {
+        const struct fa_act *a = &rec.a[i];
+        judge += a->kind == A_OPEN || a->kind == A_CHDIR || a->kind == A_FCHDIR;
+        if (a->kind != A_CLOSEFROM && a->fd >= base)
+            base = a->fd + 1;
+        if (a->kind == A_DUP2 && a->fd2 >= base)
+            base = a->fd2 + 1;
+    }
+    if (!judge || (int)rec.n != fa->__used)
+        return real(pid, path, fa, at, argv, envp);
+    int e = errno, rc = ENOMEM;
+    unsigned n = rec.n;
+    struct fa_run *r = calloc(1, sizeof *r);
+    char *stk = MAP_FAILED;
+    if (!r)
+        return ENOMEM;
+    *r = (struct fa_run){.a = rec.a, .n = n, .cw = AT_FDCWD, .cf = INT_MAX, .base = base, .vf = sh_in_vfork()};
+    r->t = malloc(n * sizeof *r->t);
+    r->own = malloc(n * sizeof *r->own);
+    r->op = malloc(n * sizeof *r->op);
+    r->buf = malloc(n * sizeof *r->buf);
+    if (r->t && r->own && r->op && r->buf &&
+        (stk = mmap(NULL, FA_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+                    0)) != MAP_FAILED &&
+        mprotect(stk, 4096, PROT_NONE) == 0 && posix_spawn_file_actions_init(&r->out) == 0) {
+        fa_on_stack(r, stk);
+        if (!(rc = r->rc))
+            rc = real(pid, path, &r->out, at, argv, envp);
+        REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(&r->out);
+    }
+    if (stk != MAP_FAILED)
+        munmap(stk, FA_STACK);
+    for (unsigned i = 0; i < r->nown; i++)
+        close(r->own[i]);
+    free(r->t);
+    free(r->own);
+    free(r->op);
+    free(r->buf);
+    free(r);
+    errno = e;
+    return rc;
+}
+
 SH_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                           const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
     LAUNDER(fa);
-    return fa_intact(fa) ? REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, envp) : EBADF;
+    if (!fa || !sh_nmounts)
+        return REAL(posix_spawn, spawn_fn)(pid, path, fa, at, argv, envp);
+    return fa_spawn(0, pid, path, fa, at, argv, envp);
 }
 
 SH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *at, char *const argv[], char *const envp[])
 {
     LAUNDER(fa);
-    return fa_intact(fa) ? REAL(posix_spawnp, spawn_fn)(pid, file, fa, at, argv, envp) : EBADF;
+    if (!fa || !sh_nmounts)
+        return REAL(posix_spawnp, spawn_fn)(pid, file, fa, at, argv, envp);
+    return fa_spawn(1, pid, file, fa, at, argv, envp);
+}
+
+/* The adds: recorded (FA_ADD) while mounts are configured, in a vfork child too (the replay knows it is one). */
+SH_EXPORT int posix_spawn_file_actions_addopen(posix_spawn_file_actions_t *fa, int fd, const char *path, int oflag,
+                                               mode_t mode)
+{
+    int (*real)(posix_spawn_file_actions_t *, int, const char *, int, mode_t) =
+        REAL(posix_spawn_file_actions_addopen, int (*)(posix_spawn_file_actions_t *, int, const char *, int, mode_t));
+    LAUNDER(path);
+    LAUNDER(fa);
+    if (!fa || !path || !sh_nmounts)
+        return real(fa, fd, path, oflag, mode);
+    FA_ADD(fa, A_OPEN, fd, 0, path, oflag, mode, real(fa, fd, path, oflag, mode));
+}
+
+SH_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, int fd, int to)
+{
+    int (*real)(posix_spawn_file_actions_t *, int, int) =
+        REAL(posix_spawn_file_actions_adddup2, int (*)(posix_spawn_file_actions_t *, int, int));
+    LAUNDER(fa);
+    if (!fa || !sh_nmounts)
+        return real(fa, fd, to);
+    FA_ADD(fa, A_DUP2, fd, to, NULL, 0, 0, real(fa, fd, to));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addclose(posix_spawn_file_actions_t *fa, int fd)
+{
+    int (*real)(posix_spawn_file_actions_t *, int) = REAL(posix_spawn_file_actions_addclose, int (*)(posix_spawn_file_actions_t *, int));
+    LAUNDER(fa);
+    if (!fa || !sh_nmounts)
+        return real(fa, fd);
+    FA_ADD(fa, A_CLOSE, fd, 0, NULL, 0, 0, real(fa, fd));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *fa, const char *path)
+{
+    int (*real)(posix_spawn_file_actions_t *, const char *) =
+        REAL(posix_spawn_file_actions_addchdir_np, int (*)(posix_spawn_file_actions_t *, const char *));
+    LAUNDER(path);
+    LAUNDER(fa);
+    if (!fa || !path || !sh_nmounts)
+        return real(fa, path);
+    FA_ADD(fa, A_CHDIR, -1, 0, path, 0, 0, real(fa, path));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addfchdir_np(posix_spawn_file_actions_t *fa, int dfd)
+{
+    int (*real)(posix_spawn_file_actions_t *, int) =
+        REAL(posix_spawn_file_actions_addfchdir_np, int (*)(posix_spawn_file_actions_t *, int));
+    LAUNDER(fa);
+    if (!fa || !sh_nmounts)
+        return real(fa, dfd);
+    FA_ADD(fa, A_FCHDIR, dfd, 0, NULL, 0, 0, real(fa, dfd));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *fa, int from)
+{
+    int (*real)(posix_spawn_file_actions_t *, int) =
+        REAL(posix_spawn_file_actions_addclosefrom_np, int (*)(posix_spawn_file_actions_t *, int));
+    LAUNDER(fa);
+    if (!fa || !sh_nmounts)
+        return real(fa, from);
+    FA_ADD(fa, A_CLOSEFROM, from, 0, NULL, 0, 0, real(fa, from));
+}
+
+SH_EXPORT int posix_spawn_file_actions_addtcsetpgrp_np(posix_spawn_file_actions_t *fa, int fd)
+{
+    int (*real)(posix_spawn_file_actions_t *, int) =
+        REAL(posix_spawn_file_actions_addtcsetpgrp_np, int (*)(posix_spawn_file_actions_t *, int));
+    LAUNDER(fa);
+    if (!fa || !sh_nmounts)
+        return real(fa, fd);
+    FA_ADD(fa, A_TCPGRP, fd, 0, NULL, 0, 0, real(fa, fd));
+}
+
+/* the record freed with the object (a forked child frees its own copy) */
+SH_EXPORT int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *fa)
+{
+    LAUNDER(fa);
+    if (fa && sh_nmounts) {
+        struct fa_rec r;
+        fa_get(fa, &r);
+        for (unsigned i = 0; i < r.n; i++)
+            free((char *)r.a[i].path);
+        free(r.a);
+        memset(fa->__pad, 0, sizeof r);
+    }
+    return REAL(posix_spawn_file_actions_destroy, int (*)(posix_spawn_file_actions_t *))(fa);
 }

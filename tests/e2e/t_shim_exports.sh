@@ -22,7 +22,7 @@ mkfifo mkfifoat mkstemp mkstemp64 mkostemp mkostemp64 mkstemps mkstemps64 mkoste
 fts_open fts_read fts_children fts_set fts_close fts64_open fts64_read fts64_children fts64_set fts64_close
 dlopen posix_spawn_file_actions_addopen posix_spawn_file_actions_addchdir_np posix_spawn_file_actions_addfchdir_np
 posix_spawn_file_actions_destroy posix_spawn_file_actions_adddup2 posix_spawn_file_actions_addclose
-posix_spawn_file_actions_addclosefrom_np posix_spawn posix_spawnp
+posix_spawn_file_actions_addclosefrom_np posix_spawn_file_actions_addtcsetpgrp_np posix_spawn posix_spawnp
 lchmod remove open_by_handle_at __open __open64 _IO_fopen _IO_file_fopen _IO_file_open setmntent updwtmp updwtmpx utmpname utmpxname pututline pututxline login logout logwtmp
 lchown lutimes futimesat utime fchmod fchown futimens futimes __xmknod __xmknodat syscall"
 exported=$(nm -D --defined-only "$HFS3_SHIM" | awk '{print $3}' | sed 's/@.*//' | sort -u)
