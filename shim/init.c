@@ -75,10 +75,13 @@ static void after_fork_child(void)
     /* a load interrupted by fork in another thread would never finish here: start it again */
     int nall = sh_nmounts + __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);   /* hub.c's sub-mounts too */
     for (int i = 0; i < nall && i < sh_nmounts + sh_sub_max; i++) {
-        if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
-            __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&sh_mounts[i].hub_busy, 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&sh_mounts[i].sub_failed, 0, __ATOMIC_RELEASE);   /* the parent says its own count */
+        struct sh_mount *m = sh_mnt(i);   /* NULL: a slot claimed by a thread whose chunk never came */
+        if (!m)
+            continue;
+        if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 1)
+            __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&m->hub_busy, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&m->sub_failed, 0, __ATOMIC_RELEASE);   /* the parent says its own count */
     }
     sh_cache_after_fork();
     sh_locks_after_fork();
@@ -152,21 +155,15 @@ static void parse_env(void)
     const char *ms = getenv("HFS3_MOUNTS");
     if (!ms || !*ms)
         return;
-    /* the table: one entry per ';'-separated item at most, then SH_SUB_MAX slots for hubs' repositories (hub.c;
-     * pages are used only when touched), mapped once and never freed (no limit but memory) */
+    /* the table: one entry per ';'-separated item at most (hubs' repositories get theirs from hub.c, in chunks
+     * mapped as they are entered), mapped once and never freed */
     size_t cap = 1;
     for (const char *q = ms; *q; q++)
         cap += *q == ';';
     const char *tv = getenv("HFS3_TEST_SUB_MAX");   /* tests only: a ceiling a test can reach */
     if (tv && atoi(tv) > 0 && atoi(tv) < SH_SUB_MAX)
         sh_sub_max = atoi(tv);
-    void *tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (tab == MAP_FAILED && sh_sub_max > SH_SUB_MIN) {   /* strict overcommit counts the reservation */
-        sh_sub_max = SH_SUB_MIN;
-        tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    }
+    void *tab = mmap(NULL, cap * sizeof *sh_mounts, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (tab == MAP_FAILED) {
         env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
         return;
@@ -227,6 +224,7 @@ static void parse_env(void)
         char key[17];
         hfs3_mountkey_as(m->remote, sh_verify_foreign, (unsigned)geteuid(), key);
         memcpy(m->key, key, sizeof key);
+        m->idx = sh_nmounts;
         if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir) {
             env_err("HFS3_MOUNTS: %s: cache path too long: ignored", m->path);
             memset(m, 0, sizeof *m);

@@ -504,7 +504,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         fd = sh_cache_open(rp, O_RDONLY | O_DIRECTORY | keep, 0);
         if (fd < 0)
             return -errno;
-        sh_fd_set(fd, FD_DIR, (int)(m - sh_mounts), e);   /* a hub's repository: its sub-mount (sh_resolve) */
+        sh_fd_set(fd, FD_DIR, m->idx, e);   /* a hub's repository: its sub-mount (sh_resolve) */
         return fd;
     }
     if (flags & O_DIRECTORY)
@@ -535,7 +535,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     }
     if (fd < 0)
         return -errno == -ENOENT ? -EIO : -errno;
-    sh_fd_set(fd, FD_FILE, (int)(m - sh_mounts), e);
+    sh_fd_set(fd, FD_FILE, m->idx, e);
     return fd;
 }
 
