@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ char sh_test_boot_id[37]; /* HFS3_TEST_BOOT_ID (tests only: a simulated reboot, 
 
 char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
-int sh_log_level = 1, sh_offline, sh_prefetch = 1, sh_verify_foreign;
+int sh_log_level = 1, sh_offline, sh_prefetch = 1, sh_verify_foreign, sh_progress = 1;
 long sh_ttl = 60, sh_stall = 120;
 char sh_env_error[1024];
 int sh_env_error_logged;
@@ -59,8 +60,42 @@ void sh_log(int level, const char *fmt, ...)
     if ((size_t)n > cap - 2)
         n = (int)cap - 2;
     buf[n++] = '\n';
-    ssize_t w = write(2, buf, (size_t)n);
-    (void)w;
+    sh_write_err(buf, (size_t)n);
+}
+
+/* Writes buf on descriptor 2 for the user, where the program's own write would raise SIGPIPE (issue 41 item 3:
+ * a program whose stderr is a pipe nobody reads was killed, exit 141, by a line of an open that succeeded):
+ * never raises it in the host, and leaves errno as it found it. A socket: send with MSG_NOSIGNAL. Anything
+ * else: SIGPIPE blocked in this thread for the write; one the write raised (EPIPE) is taken back with a
+ * sigtimedwait that does not wait, unless one was pending already (the program's: ours merged into it, which
+ * stays). Whole or nothing is not promised: a write cut short by a signal goes on with the rest. */
+void sh_write_err(const char *buf, size_t n)
+{
+    int e = errno;
+    ssize_t w = send(2, buf, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == ENOTSOCK) {
+        sigset_t pipe, old, pend;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, &old);
+        int was = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE) == 1;
+        size_t done = 0;
+        while (done < n) {
+            w = write(2, buf + done, n - done);
+            if (w > 0)
+                done += (size_t)w;
+            else if (w < 0 && errno == EINTR)
+                continue;
+            else
+                break;
+        }
+        if (w < 0 && errno == EPIPE && !was) {
+            struct timespec z = {0, 0};
+            sigtimedwait(&pipe, NULL, &z);   /* none when SIGPIPE is ignored: EAGAIN */
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = e;
 }
 
 int sh_in_vfork(void)
@@ -128,6 +163,7 @@ static void parse_env(void)
     if ((v = getenv("HFS3_TEST_BOOT_ID")) && *v)
         snprintf(sh_test_boot_id, sizeof sh_test_boot_id, "%s", v);
     sh_prefetch = env_bool("HFS3_PREFETCH", 1);
+    sh_progress = env_bool("HFS3_PROGRESS", 1);
     sh_verify_foreign = env_bool("HFS3_VERIFY_FOREIGN", 0);
     if ((v = getenv("HFS3_MANIFEST_TTL")) && *v) {
         char *end;

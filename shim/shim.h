@@ -217,6 +217,9 @@ static inline int sh_ret(int r, int saved)
     return r;
 }
 void sh_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The shim's only writes to a host's descriptor: n bytes on 2, no SIGPIPE, errno kept (init.c). */
+void sh_write_err(const char *buf, size_t n);
+extern int sh_progress;   /* HFS3_PROGRESS (default 1): 0, no progress line of the shim's own (`run` draws it) */
 
 /* Classification. sh_classify: L_NONE for paths the shim leaves to libc (the fast path). sh_fallback: after
  * a real call failed with ENOENT/ENOTDIR, resolves the existing part of the path through real symlinks and
