@@ -65,8 +65,8 @@ PY
 
 # 1. stderr a pipe with no reader, during a cold open that succeeds (cat: SIGPIPE's default kills it)
 fresh
-out=$(HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/closed.py" pipe sh -c 'cat "$1" | wc -c' sh "$M/big.bin")
-[ "$out" = '0 4194304' ] || fail "stderr a closed pipe during a cold open: $out (141/-13: SIGPIPE)"
+out=$(HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/closed.py" pipe sh -c 'cat "$1" >/dev/null && echo read' sh "$M/big.bin")
+[ "$out" = '0 read' ] || fail "stderr a closed pipe during a cold open: $out (141/-13: SIGPIPE)"
 ok "stderr a pipe nobody reads: a cold load of ~5 s exits 0, no SIGPIPE"
 
 # 2. a data file on descriptor 2 stays the program's
