@@ -151,3 +151,9 @@ assert re.search(r"\rhfs3: loading +\d+% .*\x1b\[K", t), "no update from run"
 assert re.search(r"\rhfs3: done 100% .*\x1b\[K\n", t), "no done line"
 PY
 ok "run on a terminal: $(tr '\r' '\n' <"$WORK/run.out" | grep -c 'hfs3: loading') updates of its child's load, then 100% done"
+# run on a terminal exits with its child's status, and dies of the signal that killed it
+rc=0; python3 "$WORK/onpty.py" "$HFS3_BIN" run --mount "$M=slow:models/p" -- sh -c 'exit 3' >/dev/null || rc=$?
+[ $rc = 3 ] || fail "run on a terminal: exit $rc, the child's was 3"
+rc=0; python3 "$WORK/onpty.py" "$HFS3_BIN" run --mount "$M=slow:models/p" -- sh -c 'kill -TERM $$' >/dev/null || rc=$?
+[ $rc = $((256 - 15)) ] || fail "run on a terminal: exit $rc, not SIGTERM's death (python's sys.exit(-15): 241)"
+ok "run on a terminal: the child's exit status 3, and its death by SIGTERM, are run's"
