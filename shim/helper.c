@@ -392,8 +392,15 @@ static void human_rate(double r, char *out, size_t n)
 #define SH_PROGRESS_TTY_MS 1000
 #define SH_PROGRESS_MIN_SIZE (1ULL << 20)
 static long long prog_next;   /* CLOCK_MONOTONIC ms before which no thread prints a progress line */
+
+/* 1 when descriptor 2 is a terminal now (asked at each line: a program may dup2 a data file onto it), errno kept */
+static int stderr_tty(void)
+{
+    int e = errno, tty = isatty(2) == 1;
+    errno = e;
+    return tty;
+}
 static int prog_waits;        /* opens of this process waiting on a file's fetch now */
-static int prog_tty = -1;     /* stderr is a terminal: 1, not: 0, not asked yet: -1 (asked once per process) */
 static int prog_open;         /* a \r line is on the terminal without its newline */
 
 /* The bytes our own helper (pid) has written so far, from /proc/PID/io's wchar: a `_get` fetches one file, so
@@ -481,7 +488,7 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
  * update of another wait starts a line of its own. */
 static void progress_done(const struct sh_lockjob *j, long long waited_ms, int rc)
 {
-    if (!__atomic_exchange_n(&prog_open, 0, __ATOMIC_RELAXED))
+    if (!__atomic_exchange_n(&prog_open, 0, __ATOMIC_RELAXED) || !stderr_tty())
         return;
     SH_SCRATCH(t);
     char hs[32], *line = t->d;
@@ -626,17 +633,12 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
         long long cur = progress(j->tmpdir, j->sha);
         if (shows && t - start >= SH_PROGRESS_AFTER_MS) {
             long long nx = __atomic_load_n(&prog_next, __ATOMIC_RELAXED);
-            int tty = __atomic_load_n(&prog_tty, __ATOMIC_RELAXED);
-            if (tty < 0) {
-                int e = errno;
-                tty = isatty(2) == 1;   /* a pipe, a file, a socket: no progress line at all */
-                errno = e;
-                __atomic_store_n(&prog_tty, tty, __ATOMIC_RELAXED);
-            }
-            /* one printer per turn for the whole process: the thread whose swap succeeds */
-            if (tty && t >= nx &&
+            /* one printer per turn for the whole process: the thread whose swap succeeds, and only on a
+             * terminal (a pipe, a file, a socket: no progress line at all) */
+            if (t >= nx &&
                 __atomic_compare_exchange_n(&prog_next, &nx, t + SH_PROGRESS_TTY_MS, 0, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED)) {
+                                            __ATOMIC_RELAXED) &&
+                stderr_tty()) {
                 progress_line(j, t - start, b0, helper);
                 lines++;
             }

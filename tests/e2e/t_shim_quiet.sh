@@ -137,6 +137,21 @@ assert re.search(r"\rhfs3: " + lab + r": 4\.0 MiB of 4\.0 MiB \(100%\), done in 
 PY
 ok "on a terminal: $(tr '\r' '\n' <"$WORK/tty.out" | grep -c 'hfs3:') updates, the last one the file's 100%/done line"
 
+# 5b. a program that moves a data file onto descriptor 2 after a load drawn on its terminal: the next load draws
+# nothing into the file (the shim asks whether descriptor 2 is a terminal at each line, not once)
+fresh
+HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/onpty.py" python3 -c '
+import os, sys
+open(sys.argv[1], "rb").read()
+fd = os.open(sys.argv[3], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.dup2(fd, 2)
+open(sys.argv[2], "rb").read()
+os.write(2, b"DATA\n")
+print("read")' "$M/big.bin" "$M/hang.bin" "$WORK/dup2.data" >"$WORK/tty2.out" || fail "dup2: the loads"
+grep -q "(100%), done" "$WORK/tty2.out" && [ "$(cat "$WORK/dup2.data")" = DATA ] ||
+  { cat "$WORK/dup2.data"; fail "a data file moved onto descriptor 2 after a load on the terminal got progress lines"; }
+ok "a data file moved onto descriptor 2 after a load drawn on the terminal holds only the program's bytes"
+
 # 6. `hfs3-manifest run` on a terminal draws its child's cold load; the child's shim draws nothing
 fresh
 python3 "$WORK/onpty.py" "$HFS3_BIN" run --mount "$M=slow:models/p" -- python3 -c \
