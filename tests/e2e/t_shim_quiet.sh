@@ -137,6 +137,15 @@ assert re.search(r"\rhfs3: " + lab + r": 4\.0 MiB of 4\.0 MiB \(100%\), done in 
 PY
 ok "on a terminal: $(tr '\r' '\n' <"$WORK/tty.out" | grep -c 'hfs3:') updates, the last one the file's 100%/done line"
 
+# on a terminal, HFS3_LOG=error and HFS3_PROGRESS=0 each draw nothing
+for v in HFS3_LOG=error HFS3_PROGRESS=0; do
+  fresh
+  env $v HFS3_MOUNTS="$M=slow:models/p" LD_PRELOAD=$HFS3_SHIM python3 "$WORK/onpty.py" python3 -c \
+    'import sys; open(sys.argv[1], "rb").read(); print("read")' "$M/big.bin" >"$WORK/tty.out" || fail "$v on a terminal: the load"
+  [ "$(tr -d '\r' <"$WORK/tty.out")" = read ] || { cat -A "$WORK/tty.out" | head -5; fail "$v on a terminal: the shim drew"; }
+done
+ok "on a terminal, HFS3_LOG=error and HFS3_PROGRESS=0 draw nothing"
+
 # 5b. a program that moves a data file onto descriptor 2 after a load drawn on its terminal: the next load draws
 # nothing into the file (the shim asks whether descriptor 2 is a terminal at each line, not once)
 fresh
