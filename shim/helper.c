@@ -444,7 +444,6 @@ static long long fetched_bytes(const struct sh_lockjob *j, pid_t helper)
 static void progress_line(const struct sh_lockjob *j, long long waited_ms, long long b0, pid_t helper)
 {
     long long b = fetched_bytes(j, helper);
-    int tty = 1;
     int others = __atomic_load_n(&prog_waits, __ATOMIC_RELAXED) - 1;
     char hb[32], hs[32], hr[32], more[48] = "";
     human(j->size, hs, sizeof hs);
@@ -454,8 +453,8 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
     char *line = t->d;
     int n;
     if (b < 0) {
-        n = snprintf(line, 1024, "%shfs3: %s: fetching %s, waiting %lld s%s%s", tty ? "\r" : "", j->label, hs,
-                     waited_ms / 1000, more, tty ? "\033[K" : "\n");
+        n = snprintf(line, 1024, "\rhfs3: %s: fetching %s, waiting %lld s%s\033[K", j->label, hs, waited_ms / 1000,
+                     more);
     } else {
         human((unsigned long long)b, hb, sizeof hb);
         long long since = b0 >= 0 && b >= b0 ? b - b0 : b;
@@ -465,11 +464,11 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
                              ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
         int pct = j->size ? (int)((unsigned long long)b * 100 / j->size) : 100;
         if (rate < 1)   /* nothing landed during this wait yet: no rate to tell, no time left to guess */
-            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), waiting %lld s%s%s", tty ? "\r" : "", j->label, hb,
-                         hs, pct, waited_ms / 1000, more, tty ? "\033[K" : "\n");
+            n = snprintf(line, 1024, "\rhfs3: %s: %s of %s (%d%%), waiting %lld s%s\033[K", j->label, hb, hs, pct,
+                         waited_ms / 1000, more);
         else
-            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), %s, about %lld s left%s%s", tty ? "\r" : "",
-                         j->label, hb, hs, pct, hr, left, more, tty ? "\033[K" : "\n");
+            n = snprintf(line, 1024, "\rhfs3: %s: %s of %s (%d%%), %s, about %lld s left%s\033[K", j->label, hb, hs,
+                         pct, hr, left, more);
     }
     if (n <= 0)
         return;
@@ -477,8 +476,7 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
         n = 1023;
         line[n - 1] = '\n';
     }
-    if (tty)
-        __atomic_store_n(&prog_open, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&prog_open, 1, __ATOMIC_RELAXED);
     sh_write_err(line, (size_t)n);
 }
 
