@@ -405,6 +405,8 @@ int run_watch(pid_t pid)
             step(0);
         }
     }
+    if (can && WIFEXITED(status))
+        look(pid);   /* the child exited between two looks: what it waited on then is in (not when it was killed) */
     if (can)
         step(1);
     free(cache);
