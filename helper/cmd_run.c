@@ -14,6 +14,7 @@
 
 #include "hfs3/cache.h"
 #include "hfs3/config.h"
+#include "hfs3/explain.h"
 #include "hfs3/index.h"
 #include "hfs3/util.h"
 
@@ -21,6 +22,8 @@
 #define HFS3_PREFIX "/usr/local"
 #endif
 #define SHIM_NAME "libhfs3shim.so"
+
+int run_watch(pid_t pid);   /* run_watch.c: waits for the program, drawing its loads; its exit status */
 
 static void run_err(const char *fmt, const char *a, const char *b)
 {
@@ -174,16 +177,26 @@ int cmd_run(int argc, char **argv)
     char *pre = preload_with(shim);
     if (!pre)
         goto oom;
+    /* on a terminal, the program runs as a child and this process draws its cold loads (run_watch.c); the
+     * program's shim then draws nothing (HFS3_PROGRESS=0). Elsewhere the program takes this process's place. */
+    int watch = isatty(2) == 1 && hfs3_env_bool("HFS3_PROGRESS", 1);
     int e = setenv("LD_PRELOAD", pre, 1) || setenv("HFS3_MOUNTS", hfs3_buf_str(&mounts), 1) ||
-            (n > 0 && setenv("HFS3_HELPER", self, 0));
+            (n > 0 && setenv("HFS3_HELPER", self, 0)) || (watch && setenv("HFS3_PROGRESS", "0", 1));
     free(pre);
     hfs3_buf_free(&mounts);
     if (e)
         goto oom;
     fflush(NULL);
+    pid_t pid = watch ? fork() : -1;
+    if (pid > 0)
+        return run_watch(pid);
+    if (watch && pid < 0)
+        setenv("HFS3_PROGRESS", "1", 1);   /* no child to watch: the program's shim draws on the terminal */
     execvp(argv[i], argv + i);
     e = errno;
     fprintf(stderr, "hfs3-manifest run: %s: %s\n", argv[i], strerror(e));
+    if (pid == 0)
+        _exit(e == ENOENT ? 127 : 126);
     return e == ENOENT ? 127 : 126; /* as env(1) and the shells do */
 usage:
     hfs3_buf_free(&mounts);

@@ -49,6 +49,7 @@ static const struct {
     {"HFS3_PREFETCH", "s", "1 (default): a first open in a mount fetches its other files too"},
     {"HFS3_MANIFEST_TTL", "s", "seconds a cached manifest is used before S3 is asked again (default 60)"},
     {"HFS3_HUB_TTL", "s", "seconds a hub's repository list is used (default HFS3_MANIFEST_TTL)"},
+    {"HFS3_PROGRESS", "hs", "0: the shim draws no progress on a terminal (run sets it and draws it)"},
     {"HFS3_STALL_TIMEOUT", "s", "seconds an open waits on a stalled fetch (default 120; 0: no limit)"},
     {"HFS3_HELPER", "hs", "the helper the shim runs (default: the installed hfs3-manifest)"},
     {"HFS3_VERIFY", "h", "chunks (the shim's default) or whole (fetch's): how files are verified"},

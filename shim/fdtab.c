@@ -162,9 +162,9 @@ int sh_fd_is_file(int fd)
 static void dir_answer(const struct fdent *f, struct stat *st)
 {
     st->st_mode = (st->st_mode & S_IFMT) | 0555;
-    if (f->kind == FD_DIR && f->e == 0 && sh_mounts[f->m].sub)
-        st->st_ino = sh_hub_root_ino(&sh_mounts[f->m]);
-    const struct sh_mount *m = &sh_mounts[f->m];
+    if (f->kind == FD_DIR && f->e == 0 && sh_mnt(f->m)->sub)
+        st->st_ino = sh_hub_root_ino(sh_mnt(f->m));
+    const struct sh_mount *m = sh_mnt(f->m);
     if (f->kind == FD_DIR && __atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken && m->ents)
         sh_dir_time(m, f->e, st);   /* as stat of its path */
 }
@@ -175,7 +175,7 @@ int sh_fd_stat(int fd, struct stat *st)
     if (!fd_get(fd, &f, st))
         return 0;
     if (f.kind == FD_FILE) {
-        const struct sh_mount *m = &sh_mounts[f.m];
+        const struct sh_mount *m = sh_mnt(f.m);
         if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2 || m->broken)
             return 0;
         blkcnt_t b = st->st_blocks;
@@ -196,7 +196,7 @@ void sh_fd_after(int fd, struct stat *st)
         struct fdent c = *f;
         if (c.kind && st->st_dev == c.dev && st->st_ino == c.ino) {
             if (c.kind == FD_FILE) {
-                const struct sh_mount *m = &sh_mounts[c.m];
+                const struct sh_mount *m = sh_mnt(c.m);
                 if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 2 && !m->broken) {
                     blkcnt_t b = st->st_blocks;
                     int blob = S_ISREG(st->st_mode);   /* as in sh_fd_stat */
@@ -266,7 +266,7 @@ int sh_fd_dirloc(int fd, struct sh_loc *l)
     /* a file's (an O_PATH descriptor lives on its parent's skeleton dir): relative lookups under it must
      * fail with ENOTDIR, as the walk does for "file/x" */
     if (f.kind == FD_DIR || f.kind == FD_FILE) {
-        const struct sh_mount *m = &sh_mounts[f.m];
+        const struct sh_mount *m = sh_mnt(f.m);
         if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != 2)
             return 0;
         const char *r = m->broken ? "" : sh_epath(m, f.e);

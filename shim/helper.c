@@ -534,19 +534,39 @@ static void human(unsigned long long b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* A cold load says what it is doing, on stderr at the default level (HFS3_LOG=error silences it): once an open
- * has waited SH_PROGRESS_AFTER_MS on the fetch of a file of SH_PROGRESS_MIN_SIZE or more (any size at info),
- * one line every SH_PROGRESS_EVERY_MS for the whole process, or one line updated in place (\r) every
- * SH_PROGRESS_TTY_MS when stderr is a terminal. Many threads waiting on many files print one line between
- * them: the first whose turn comes takes it (prog_next, compare-and-swap) and names its file, then how many
- * other opens wait (on it or on other files). */
+/* "12.5 MB/s": rates in decimal units, as `status` and the helper's bars give them (lib/progress.c) */
+static void human_rate(double r, char *out, size_t n)
+{
+    static const char *const u[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+    int i = 0;
+    while (r >= 1000 && i < 4) {
+        r /= 1000;
+        i++;
+    }
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", r, u[i]);
+}
+
+/* A cold load says what it is doing where descriptor 2 is a terminal (issue 41 item 3: the program's stderr is
+ * not a log; a pipe, a file or a socket gets no progress line, and `hfs3-manifest run`, which owns the terminal
+ * of the program it started, sets HFS3_PROGRESS=0 and draws it itself; HFS3_LOG=error silences it): once an
+ * open has waited SH_PROGRESS_AFTER_MS on the fetch of a file of SH_PROGRESS_MIN_SIZE or more (any size at
+ * info), one line updated in place (\r) every SH_PROGRESS_TTY_MS, and when the file is in, its last state:
+ * "... (100%), done in N s" with a newline. Many threads waiting on many files print one line between them: the
+ * first whose turn comes takes it (prog_next, compare-and-swap) and names its file, then how many other opens
+ * wait (on it or on other files). */
 #define SH_PROGRESS_AFTER_MS 2000
-#define SH_PROGRESS_EVERY_MS 5000
 #define SH_PROGRESS_TTY_MS 1000
 #define SH_PROGRESS_MIN_SIZE (1ULL << 20)
 static long long prog_next;   /* CLOCK_MONOTONIC ms before which no thread prints a progress line */
+
+/* 1 when descriptor 2 is a terminal now (asked at each line: a program may dup2 a data file onto it), errno kept */
+static int stderr_tty(void)
+{
+    int e = errno, tty = isatty(2) == 1;
+    errno = e;
+    return tty;
+}
 static int prog_waits;        /* opens of this process waiting on a file's fetch now */
-static int prog_tty = -1;     /* stderr is a terminal: 1, not: 0, not asked yet: -1 */
 static int prog_open;         /* a \r line is on the terminal without its newline */
 
 /* The bytes our own helper (pid) has written so far, from /proc/PID/io's wchar: a `_get` fetches one file, so
@@ -582,15 +602,14 @@ static long long fetched_bytes(const struct sh_lockjob *j, pid_t helper)
     return b;
 }
 
-/* One progress line of the wait on j: "LABEL: B of SIZE (P%), R/s, about E s left[; N more opens waiting]"
+/* One progress line of the wait on j: "LABEL: B of SIZE (P%), R MB/s, about E s left[; N more opens waiting]"
  * ("..., waiting N s" while nothing has landed; "LABEL: fetching SIZE, waiting N s" when the bytes are
  * unknown). waited_ms since the wait began; b0 the bytes then (-1 unknown), so that the rate is this wait's,
- * not the fetch's since an earlier prefetch began it. On a terminal the line replaces the last one (\r ...
- * erase to the end), no newline: the wait that ends last puts one. One write(2), from a scratch buffer. */
+ * not the fetch's since an earlier prefetch began it. The line replaces the last one (\r ... erase to the
+ * end), no newline: the wait's end puts its done line (progress_done). One write, from a scratch buffer. */
 static void progress_line(const struct sh_lockjob *j, long long waited_ms, long long b0, pid_t helper)
 {
     long long b = fetched_bytes(j, helper);
-    int tty = __atomic_load_n(&prog_tty, __ATOMIC_RELAXED);
     int others = __atomic_load_n(&prog_waits, __ATOMIC_RELAXED) - 1;
     char hb[32], hs[32], hr[32], more[48] = "";
     human(j->size, hs, sizeof hs);
@@ -600,22 +619,22 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
     char *line = t->d;
     int n;
     if (b < 0) {
-        n = snprintf(line, 1024, "%shfs3: %s: fetching %s, waiting %lld s%s%s", tty ? "\r" : "", j->label, hs,
-                     waited_ms / 1000, more, tty ? "\033[K" : "\n");
+        n = snprintf(line, 1024, "\rhfs3: %s: fetching %s, waiting %lld s%s\033[K", j->label, hs, waited_ms / 1000,
+                     more);
     } else {
         human((unsigned long long)b, hb, sizeof hb);
         long long since = b0 >= 0 && b >= b0 ? b - b0 : b;
         double rate = waited_ms > 0 ? (double)since * 1000.0 / (double)waited_ms : 0;
-        human((unsigned long long)rate, hr, sizeof hr);
+        human_rate(rate, hr, sizeof hr);
         long long left = rate > 0 && j->size > (unsigned long long)b
                              ? (long long)((double)(j->size - (unsigned long long)b) / rate) : 0;
         int pct = j->size ? (int)((unsigned long long)b * 100 / j->size) : 100;
         if (rate < 1)   /* nothing landed during this wait yet: no rate to tell, no time left to guess */
-            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), waiting %lld s%s%s", tty ? "\r" : "", j->label, hb,
-                         hs, pct, waited_ms / 1000, more, tty ? "\033[K" : "\n");
+            n = snprintf(line, 1024, "\rhfs3: %s: %s of %s (%d%%), waiting %lld s%s\033[K", j->label, hb, hs, pct,
+                         waited_ms / 1000, more);
         else
-            n = snprintf(line, 1024, "%shfs3: %s: %s of %s (%d%%), %s/s, about %lld s left%s%s", tty ? "\r" : "",
-                         j->label, hb, hs, pct, hr, left, more, tty ? "\033[K" : "\n");
+            n = snprintf(line, 1024, "\rhfs3: %s: %s of %s (%d%%), %s, about %lld s left%s\033[K", j->label, hb, hs,
+                         pct, hr, left, more);
     }
     if (n <= 0)
         return;
@@ -623,10 +642,33 @@ static void progress_line(const struct sh_lockjob *j, long long waited_ms, long 
         n = 1023;
         line[n - 1] = '\n';
     }
-    if (tty)
-        __atomic_store_n(&prog_open, 1, __ATOMIC_RELAXED);
-    ssize_t w = write(2, line, (size_t)n);
-    (void)w;
+    __atomic_store_n(&prog_open, 1, __ATOMIC_RELAXED);
+    sh_write_err(line, (size_t)n);
+}
+
+/* The end of a wait on j that a progress line may have shown (the terminal's line is open): its file's last
+ * state, "LABEL: SIZE of SIZE (100%), done in N s" (rc 0) and a newline, so the display ends with the file in
+ * (it stayed at "99%, about 0 s left"); after a failure only the newline, before the error's own line. The next
+ * update of another wait starts a line of its own. */
+static void progress_done(const struct sh_lockjob *j, long long waited_ms, int rc)
+{
+    if (!__atomic_exchange_n(&prog_open, 0, __ATOMIC_RELAXED) || !stderr_tty())
+        return;
+    SH_SCRATCH(t);
+    char hs[32], *line = t->d;
+    int n = 1;
+    line[0] = '\n';
+    if (rc == 0) {
+        human(j->size, hs, sizeof hs);
+        n = snprintf(line, 1024, "\rhfs3: %s: %s of %s (100%%), done in %lld s\033[K\n", j->label, hs, hs,
+                     (waited_ms + 500) / 1000);
+        if (n >= 1024) {
+            n = 1023;
+            line[n - 1] = '\n';
+        }
+    }
+    if (n > 0)
+        sh_write_err(line, (size_t)n);
 }
 
 static long long now_ms(void)
@@ -732,7 +774,8 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
     /* progress lines: only for a file's fetch (label), not at HFS3_LOG=error; at the default level only for a
      * file of SH_PROGRESS_MIN_SIZE or more (a shard: a config or tokenizer file that takes seconds is latency,
      * which the stall timeout names when it hangs) */
-    int shows = j->label && j->tmpdir && (sh_log_level >= 2 || (sh_log_level >= 1 && j->size >= SH_PROGRESS_MIN_SIZE)),
+    int shows = j->label && j->tmpdir && sh_progress &&
+                (sh_log_level >= 2 || (sh_log_level >= 1 && j->size >= SH_PROGRESS_MIN_SIZE)),
         lines = 0;
     long long b0 = -1;
     if (shows) {
@@ -762,15 +805,12 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
         long long cur = progress(j->tmpdir, j->sha);
         if (shows && t - start >= SH_PROGRESS_AFTER_MS) {
             long long nx = __atomic_load_n(&prog_next, __ATOMIC_RELAXED);
-            int tty = __atomic_load_n(&prog_tty, __ATOMIC_RELAXED);
-            if (tty < 0) {
-                tty = isatty(2) == 1;
-                __atomic_store_n(&prog_tty, tty, __ATOMIC_RELAXED);
-            }
-            /* one printer per turn for the whole process: the thread whose swap succeeds */
-            if (t >= nx && __atomic_compare_exchange_n(&prog_next, &nx, t + (tty ? SH_PROGRESS_TTY_MS
-                                                                                   : SH_PROGRESS_EVERY_MS),
-                                                       0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            /* one printer per turn for the whole process: the thread whose swap succeeds, and only on a
+             * terminal (a pipe, a file, a socket: no progress line at all) */
+            if (t >= nx &&
+                __atomic_compare_exchange_n(&prog_next, &nx, t + SH_PROGRESS_TTY_MS, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED) &&
+                stderr_tty()) {
                 progress_line(j, t - start, b0, helper);
                 lines++;
             }
@@ -784,12 +824,11 @@ static int lock_wait(int fd, const struct sh_lockjob *j, pid_t helper)
         }
     }
     if (shows) {
-        /* the last wait of the process ends the terminal's progress line */
-        if (__atomic_sub_fetch(&prog_waits, 1, __ATOMIC_RELAXED) == 0 &&
-            __atomic_exchange_n(&prog_open, 0, __ATOMIC_RELAXED)) {
-            ssize_t w = write(2, "\n", 1);
-            (void)w;
-        }
+        /* a wait that could have been shown ends the terminal's line: with its file done, or (the last wait
+         * of the process, after a failure) with a newline */
+        int last = __atomic_sub_fetch(&prog_waits, 1, __ATOMIC_RELAXED) == 0;
+        if ((rc == 0 && now_ms() - start >= SH_PROGRESS_AFTER_MS) || last)
+            progress_done(j, now_ms() - start, rc);
     }
     if (lines && rc == 0)
         sh_log(2, "%s: waited %lld s", j->label, (now_ms() - start) / 1000);

@@ -9,11 +9,18 @@
  * The list is checked again when older than HFS3_HUB_TTL, on a listing of the root or a lookup of a
  * repository-like name not in it.
  *
- * Sub-mounts live in sh_mounts after the configured ones (init.c reserves SH_SUB_MAX slots, MAP_NORESERVE):
- * a slot is claimed with one atomic add, filled, marked ready, then published in a hash table of slot numbers
- * by compare-and-swap. No lock anywhere (a fork in another thread at worst leaves an unused slot), nothing is
- * written in a vfork child. A list read is published as one pointer; an older one is never unmapped (readers
- * hold no reference), and a re-read that finds the same bytes keeps the old one. */
+ * Sub-mounts are numbered after the configured ones and live in chunks of slots (shim.h's sh_sub_slot): chunk
+ * k, SH_SUB_CHUNK0 << k slots, is mapped when its first slot is claimed and published by compare-and-swap in a
+ * directory of SH_SUB_NCHUNK pointers (the loser of a race unmaps its own), so a process maps slots for the
+ * repositories it enters, never a reserve (issue 41 item 4: the reserve of 2^20 slots was 9.2 GiB of address
+ * space in every process, and an allocation under `ulimit -v` failed). A slot is claimed with one atomic add,
+ * its chunk made sure of, filled, marked ready, then published in a hash table of slot numbers by
+ * compare-and-swap; the table's pages are mapped the same way, when a slot number is first stored in one (a
+ * reader that finds a page unmapped finds the bucket empty). Every pointer is published after what it points
+ * to is written, and a slot's number after its chunk, so a reader never sees half of either. No lock anywhere
+ * (a fork in another thread at worst leaves an unused slot or mapping), nothing is written in a vfork child;
+ * mmap and compare-and-swap are safe in a signal handler. A list read is published as one pointer; an older
+ * one is never unmapped (readers hold no reference), and a re-read that finds the same bytes keeps the old one. */
 #include "shim.h"
 
 #include <pthread.h>
@@ -27,12 +34,49 @@
 #include <unistd.h>
 
 #define SH_SUB_HASH (2 * SH_SUB_MAX)
+#define SH_HASH_PAGE 4096   /* buckets per page of the hash table (16 KiB) */
 #define SH_HUB_LIST_MAX (16 << 20)
 
 long sh_hub_ttl = -1;    /* init.c: HFS3_HUB_TTL, else HFS3_MANIFEST_TTL */
 int sh_nsubs;            /* sub-mount slots claimed (some may be unused: ready == 0) */
-static uint32_t sub_hash[SH_SUB_HASH];   /* slot number + 1, 0 empty */
+struct sh_mount *sh_sub_chunk[SH_SUB_NCHUNK];
+/* the hash table of slot numbers: bucket b is sub_hash[b / SH_HASH_PAGE][b % SH_HASH_PAGE], slot number + 1,
+ * 0 empty; a page is mapped when a number is first stored in it (a NULL page: all its buckets empty) */
+static uint32_t *sub_hash[SH_SUB_HASH / SH_HASH_PAGE];
 static int full_logged;
+
+/* Maps size bytes and publishes them at *slot unless another thread did first: the published pointer, or NULL
+ * when out of memory. Never in a vfork child (its mapping would be the parent's). */
+static void *publish_map(void **slot, size_t size)
+{
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *z = NULL;
+    if (p)
+        return p;
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (__atomic_compare_exchange_n(slot, &z, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return p;
+    munmap(p, size);   /* another thread's came first */
+    return z;
+}
+
+/* Slot s with its chunk mapped (NULL: out of memory). */
+static struct sh_mount *slot_make(int s)
+{
+    unsigned q = (unsigned)s + SH_SUB_CHUNK0;
+    int k = 31 - __builtin_clz(q) - __builtin_ctz(SH_SUB_CHUNK0);
+    if (k >= SH_SUB_NCHUNK || !publish_map((void **)&sh_sub_chunk[k], ((size_t)SH_SUB_CHUNK0 << k) *
+                                                                          sizeof(struct sh_mount)))
+        return NULL;
+    return sh_sub_slot(s);
+}
+
+static uint32_t hash_get(size_t b)
+{
+    const uint32_t *pg = __atomic_load_n(&sub_hash[b / SH_HASH_PAGE], __ATOMIC_ACQUIRE);
+    return pg ? __atomic_load_n(&pg[b % SH_HASH_PAGE], __ATOMIC_ACQUIRE) : 0;
+}
 
 struct sh_names {
     size_t len;   /* bytes of data: names, each ended by '\n', sorted bytewise */
@@ -249,8 +293,8 @@ static uint64_t hash(int hub, const char *name, size_t n)
 
 static int sub_is(int i, int hub, const char *name, size_t n)
 {
-    const struct sh_mount *m = &sh_mounts[i], *h = &sh_mounts[hub];
-    return __atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && m->hubm == hub && m->len == h->len + 1 + n &&
+    const struct sh_mount *m = sh_mnt(i), *h = &sh_mounts[hub];
+    return m && __atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && m->hubm == hub && m->len == h->len + 1 + n &&
            !memcmp(m->path + h->len + 1, name, n);
 }
 
@@ -260,7 +304,7 @@ static int sub_find(int hub, const char *name, size_t n)
     const size_t mask = SH_SUB_HASH - 1;
     size_t b = (size_t)hash(hub, name, n) & mask;
     for (size_t i = 0; i < SH_SUB_HASH; i++, b = (b + 1) & mask) {
-        uint32_t v = __atomic_load_n(&sub_hash[b], __ATOMIC_ACQUIRE);
+        uint32_t v = hash_get(b);
         if (!v)
             break;
         if (sub_is(sh_nmounts + (int)v - 1, hub, name, n))
@@ -299,7 +343,8 @@ static int sub_fill(struct sh_mount *m, int hub, const char *name, size_t n)
 /* The sub-mount of repository name of hub: found, or loaded and then given a slot. -errno when none can be had:
  * -EIO for a repository that failed to load (issue 33 item 4: it holds no slot, so that a hub of 100,000
  * repositories, most not cached, offline, leaves room for every cached one; it is not loaded again, and only the
- * hub's first failure is logged, its count at exit), -ENOSPC when the slots reserved are all taken. The load runs
+ * hub's first failure is logged, its count at exit), -ENOSPC when sh_sub_max repositories have slots (the
+ * k >= sh_sub_max below: issue 42's off-by-one), -ENOMEM when no chunk could be mapped for its slot. The load runs
  * on a private copy (mount.c's sh_mount_probe), published into a slot only when it has an index. */
 static int hub_sub(int hub, const char *name, size_t n)
 {
@@ -333,17 +378,27 @@ static int hub_sub(int hub, const char *name, size_t n)
         __atomic_store_n(&sh_nsubs, sh_sub_max, __ATOMIC_RELEASE);
         munmap(c, sizeof *c);
         if (!__atomic_exchange_n(&full_logged, 1, __ATOMIC_ACQ_REL))
-            sh_log(0, "%s: more than %d repositories entered in one process (the memory reserved for them): %.*s "
+            sh_log(0, "%s: more than %d repositories entered in one process (the most one process enters): %.*s "
                    "and later ones fail", sh_mounts[hub].path, sh_sub_max, (int)n, name);
         return -ENOSPC;
     }
-    struct sh_mount *m = &sh_mounts[sh_nmounts + k];
+    struct sh_mount *m = slot_make(k);
+    if (!m) {   /* no memory for its chunk: the slot number stays unused */
+        munmap(c, sizeof *c);
+        return -ENOMEM;
+    }
+    c->idx = sh_nmounts + k;
     memcpy(m, c, sizeof *m);   /* loaded (state 2), ready 0 until published below */
     munmap(c, sizeof *c);
     __atomic_store_n(&m->ready, 1, __ATOMIC_RELEASE);
     for (b = home;; b = (b + 1) & mask) {
-        uint32_t v = 0;
-        if (__atomic_compare_exchange_n(&sub_hash[b], &v, (uint32_t)k + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        uint32_t v = 0, *pg = publish_map((void **)&sub_hash[b / SH_HASH_PAGE], SH_HASH_PAGE * sizeof *pg);
+        if (!pg) {
+            __atomic_store_n(&m->ready, 0, __ATOMIC_RELEASE);
+            return -ENOMEM;
+        }
+        if (__atomic_compare_exchange_n(&pg[b % SH_HASH_PAGE], &v, (uint32_t)k + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
             return sh_nmounts + k;
         if (sub_is(sh_nmounts + (int)v - 1, hub, name, n)) {
             /* another thread made it first: ours stays unused */
@@ -366,8 +421,10 @@ __attribute__((destructor)) static void hub_failures(void)
 
 void sh_hub_classify(struct sh_loc *l)
 {
+    if (l->m >= sh_nmounts || !*l->rel)
+        return;
     struct sh_mount *h = &sh_mounts[l->m];
-    if (l->m >= sh_nmounts || !*l->rel || sh_mount_get(h) < 0 || !h->hub)
+    if (sh_mount_get(h) < 0 || !h->hub)
         return;
     const char *name = l->rel;
     size_t n = strcspn(name, "/");
@@ -389,7 +446,7 @@ void sh_hub_classify(struct sh_loc *l)
 
 int sh_hub_late(const struct sh_loc *l)
 {
-    const struct sh_mount *h = &sh_mounts[l->m];
+    const struct sh_mount *h = sh_mnt(l->m);
     size_t n = strcspn(l->rel, "/");
     if (!h->hub || l->raw || !names_has(h, l->rel, n))
         return -ENOENT;
@@ -454,7 +511,7 @@ static void repo_stat(const struct sh_mount *h, const char *name, size_t n, char
 
 int sh_hub_stat(const struct sh_loc *l, struct stat *st)
 {
-    const struct sh_mount *h = &sh_mounts[l->m];
+    const struct sh_mount *h = sh_mnt(l->m);
     if (__builtin_expect(!h->hub, 1) || !*l->rel || l->raw || l->slash)
         return 0;
     size_t n = strlen(l->rel);
@@ -499,8 +556,8 @@ int sh_hub_map(const char *r, char *out, size_t outn)
         return 0;
     int ns = __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);
     for (int i = 0; i < ns && i < sh_sub_max; i++) {
-        const struct sh_mount *m = &sh_mounts[sh_nmounts + i];
-        if (__atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && !strncmp(r, m->key, 16))
+        const struct sh_mount *m = sh_sub_slot(i);
+        if (m && __atomic_load_n(&m->ready, __ATOMIC_ACQUIRE) && !strncmp(r, m->key, 16))
             return (size_t)snprintf(out, outn, "%s%s", m->path, r + 21) < outn;
     }
     if (sh_in_vfork() || sh_cache_ready() < 0)
@@ -527,7 +584,7 @@ int sh_hub_map(const char *r, char *out, size_t outn)
             continue;
         int k = hub_sub(i, last, strlen(last));
         if (k >= 0)
-            return (size_t)snprintf(out, outn, "%s%s", sh_mounts[k].path, r + 21) < outn;
+            return (size_t)snprintf(out, outn, "%s%s", sh_mnt(k)->path, r + 21) < outn;
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ char sh_test_boot_id[37]; /* HFS3_TEST_BOOT_ID (tests only: a simulated reboot, 
 
 char sh_helper_env[SH_PATH];
 char sh_cache_env[SH_PATH + 32]; /* "HFS3_CACHE_DIR=..." for the helper's environment */
-int sh_log_level = 1, sh_offline, sh_prefetch = 1, sh_verify_foreign;
+int sh_log_level = 1, sh_offline, sh_prefetch = 1, sh_verify_foreign, sh_progress = 1;
 long sh_ttl = 60, sh_stall = 120;
 char sh_env_error[1024];
 int sh_env_error_logged;
@@ -59,8 +60,42 @@ void sh_log(int level, const char *fmt, ...)
     if ((size_t)n > cap - 2)
         n = (int)cap - 2;
     buf[n++] = '\n';
-    ssize_t w = write(2, buf, (size_t)n);
-    (void)w;
+    sh_write_err(buf, (size_t)n);
+}
+
+/* Writes buf on descriptor 2 for the user, where the program's own write would raise SIGPIPE (issue 41 item 3:
+ * a program whose stderr is a pipe nobody reads was killed, exit 141, by a line of an open that succeeded):
+ * never raises it in the host, and leaves errno as it found it. A socket: send with MSG_NOSIGNAL. Anything
+ * else: SIGPIPE blocked in this thread for the write; one the write raised (EPIPE) is taken back with a
+ * sigtimedwait that does not wait, unless one was pending already (the program's: ours merged into it, which
+ * stays). Whole or nothing is not promised: a write cut short by a signal goes on with the rest. */
+void sh_write_err(const char *buf, size_t n)
+{
+    int e = errno;
+    ssize_t w = send(2, buf, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == ENOTSOCK) {
+        sigset_t pipe, old, pend;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, &old);
+        int was = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE) == 1;
+        size_t done = 0;
+        while (done < n) {
+            w = write(2, buf + done, n - done);
+            if (w > 0)
+                done += (size_t)w;
+            else if (w < 0 && errno == EINTR)
+                continue;
+            else
+                break;
+        }
+        if (w < 0 && errno == EPIPE && !was) {
+            struct timespec z = {0, 0};
+            sigtimedwait(&pipe, NULL, &z);   /* none when SIGPIPE is ignored: EAGAIN */
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = e;
 }
 
 int sh_in_vfork(void)
@@ -75,10 +110,13 @@ static void after_fork_child(void)
     /* a load interrupted by fork in another thread would never finish here: start it again */
     int nall = sh_nmounts + __atomic_load_n(&sh_nsubs, __ATOMIC_ACQUIRE);   /* hub.c's sub-mounts too */
     for (int i = 0; i < nall && i < sh_nmounts + sh_sub_max; i++) {
-        if (__atomic_load_n(&sh_mounts[i].state, __ATOMIC_ACQUIRE) == 1)
-            __atomic_store_n(&sh_mounts[i].state, 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&sh_mounts[i].hub_busy, 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&sh_mounts[i].sub_failed, 0, __ATOMIC_RELEASE);   /* the parent says its own count */
+        struct sh_mount *m = sh_mnt(i);   /* NULL: a slot claimed by a thread whose chunk never came */
+        if (!m)
+            continue;
+        if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) == 1)
+            __atomic_store_n(&m->state, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&m->hub_busy, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&m->sub_failed, 0, __ATOMIC_RELEASE);   /* the parent says its own count */
     }
     sh_cache_after_fork();
     sh_locks_after_fork();
@@ -130,6 +168,7 @@ static void parse_env(void)
     if ((v = getenv("HFS3_TEST_BOOT_ID")) && *v)
         snprintf(sh_test_boot_id, sizeof sh_test_boot_id, "%s", v);
     sh_prefetch = env_bool("HFS3_PREFETCH", 1);
+    sh_progress = env_bool("HFS3_PROGRESS", 1);
     sh_verify_foreign = env_bool("HFS3_VERIFY_FOREIGN", 0);
     if ((v = getenv("HFS3_MANIFEST_TTL")) && *v) {
         char *end;
@@ -157,21 +196,15 @@ static void parse_env(void)
     const char *ms = getenv("HFS3_MOUNTS");
     if (!ms || !*ms)
         return;
-    /* the table: one entry per ';'-separated item at most, then SH_SUB_MAX slots for hubs' repositories (hub.c;
-     * pages are used only when touched), mapped once and never freed (no limit but memory) */
+    /* the table: one entry per ';'-separated item at most (hubs' repositories get theirs from hub.c, in chunks
+     * mapped as they are entered), mapped once and never freed */
     size_t cap = 1;
     for (const char *q = ms; *q; q++)
         cap += *q == ';';
     const char *tv = getenv("HFS3_TEST_SUB_MAX");   /* tests only: a ceiling a test can reach */
     if (tv && atoi(tv) > 0 && atoi(tv) < SH_SUB_MAX)
         sh_sub_max = atoi(tv);
-    void *tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (tab == MAP_FAILED && sh_sub_max > SH_SUB_MIN) {   /* strict overcommit counts the reservation */
-        sh_sub_max = SH_SUB_MIN;
-        tab = mmap(NULL, (cap + (size_t)sh_sub_max) * sizeof *sh_mounts, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    }
+    void *tab = mmap(NULL, cap * sizeof *sh_mounts, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (tab == MAP_FAILED) {
         env_err("HFS3_MOUNTS: no memory for %zu mounts: all ignored", cap);
         return;
@@ -232,6 +265,7 @@ static void parse_env(void)
         char key[17];
         hfs3_mountkey_as(m->remote, sh_verify_foreign, (unsigned)geteuid(), key);
         memcpy(m->key, key, sizeof key);
+        m->idx = sh_nmounts;
         if ((size_t)snprintf(m->dir, sizeof m->dir, "%s/mounts/%s", sh_cache, key) >= sizeof m->dir) {
             env_err("HFS3_MOUNTS: %s: cache path too long: ignored", m->path);
             memset(m, 0, sizeof *m);

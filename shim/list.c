@@ -107,7 +107,7 @@ int sh_list(const struct sh_loc *l, int (*fn)(void *, const struct sh_dent *), v
     if (rc == -EAGAIN)
         return -EIO;
     if (rc == 1 && m->hub)
-        return sh_hub_list((int)(m - sh_mounts), fn, arg);
+        return sh_hub_list(m->idx, fn, arg);
     if (rc == 1)
         return -EIO;   /* the root of a mount without a manifest */
     if (rc < 0)

@@ -510,7 +510,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
         if (fd < 0)
             return -errno;
         fd = sh_fd_low(fd, keep & O_CLOEXEC);
-        sh_fd_set(fd, FD_DIR, (int)(m - sh_mounts), e);   /* a hub's repository: its sub-mount (sh_resolve) */
+        sh_fd_set(fd, FD_DIR, m->idx, e);   /* a hub's repository: its sub-mount (sh_resolve) */
         return fd;
     }
     if (flags & O_DIRECTORY)
@@ -544,7 +544,7 @@ int sh_open(const struct sh_loc *l, int flags, mode_t mode)
     /* the number the kernel would give (issue 41 item 1): the pin, the lock and sh_cache_open's directory were held
      * while the blob was opened, and a cold open of a first file got 9 with 0 free */
     fd = sh_fd_low(fd, keep & O_CLOEXEC);
-    sh_fd_set(fd, FD_FILE, (int)(m - sh_mounts), e);
+    sh_fd_set(fd, FD_FILE, m->idx, e);
     return fd;
 }
 

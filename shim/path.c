@@ -297,8 +297,8 @@ static int classify_lex(const char *path, struct sh_loc *l, int dotdot, int kw)
             l->m = i;
             l->rel = l->path + m->len + (l->path[m->len] == '/');
             sh_hub_classify(l);   /* a hub's repository: its sub-mount (hub.c) */
-            if (kw && dotdot && !sh_mounts[l->m].hub)   /* a hub's own root: its names stay lexical */
-                raw_rel(path, &sh_mounts[l->m], l);
+            if (kw && dotdot && !sh_mnt(l->m)->hub)   /* a hub's own root: its names stay lexical */
+                raw_rel(path, sh_mnt(l->m), l);
             return L_MNT;
         }
     }

@@ -17,7 +17,11 @@
  * fork() the slots of the threads that did not come along are free again in the child (issue 22, item 2): they
  * would otherwise stay busy for the child's whole life. Buffers those threads had mapped stay mapped in the
  * child, unused: 32 KiB for each buffer of a thread that was inside the shim at the fork, the cost of keeping
- * no list of them. */
+ * no list of them.
+ *
+ * The pool itself grows with use (issue 41 item 4: 256 slots were 8 MiB of every host's address space): the
+ * first SH_GROUP slots are in the .bss, the others in groups of SH_GROUP mapped the first time every earlier
+ * slot is busy at once, published by compare-and-swap (the loser unmaps its own) and kept. */
 #include "shim.h"
 
 #include <errno.h>
@@ -25,26 +29,49 @@
 #include <sched.h>
 #include <sys/mman.h>
 
-#define SH_SLOTS 256
-static struct sh_scratch slots[SH_SLOTS];
+#define SH_GROUP 32
+#define SH_NGROUP 8
+#define SH_SLOTS (SH_GROUP * SH_NGROUP)
+static struct sh_scratch slots0[SH_GROUP];
+static struct sh_scratch *group[SH_NGROUP] = {slots0};   /* atomic: published once, never unmapped */
 /* 0: free; else the owner's pthread_self() */
 static unsigned long owner[SH_SLOTS];
 _Static_assert(sizeof(pthread_t) == sizeof(unsigned long), "pthread_t stored as unsigned long");
+
+/* Group g of the pool, mapped now if it is not yet (NULL: no memory for it). */
+static struct sh_scratch *group_get(int g)
+{
+    struct sh_scratch *p = __atomic_load_n(&group[g], __ATOMIC_ACQUIRE), *z = NULL;
+    if (p)
+        return p;
+    p = mmap(NULL, SH_GROUP * sizeof *p, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (__atomic_compare_exchange_n(&group[g], &z, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return p;
+    munmap(p, SH_GROUP * sizeof *p);
+    return z;
+}
 
 struct sh_scratch *sh_scratch_get(void)
 {
     unsigned long me = (unsigned long)pthread_self();
     int e = errno;
     for (;;) {
+        struct sh_scratch *g = NULL;
         for (int i = 0; i < SH_SLOTS; i++) {
             unsigned long z = 0;
+            if (!(i % SH_GROUP) && !(g = group_get(i / SH_GROUP)))
+                break;   /* no memory for the next group: one buffer of its own below */
             if (!__atomic_load_n(&owner[i], __ATOMIC_RELAXED) &&
                 __atomic_compare_exchange_n(&owner[i], &z, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-                return &slots[i];
+                return &g[i % SH_GROUP];
         }
         void *p = mmap(NULL, sizeof(struct sh_scratch), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED)
+        if (p != MAP_FAILED) {
+            errno = e;
             return p;
+        }
         errno = e;   /* the host's errno survives the refusal */
         sched_yield();
     }
@@ -54,10 +81,15 @@ void sh_scratch_put(struct sh_scratch **s)
 {
     if (!*s)
         return;
-    if (*s >= slots && *s < slots + SH_SLOTS)
-        __atomic_store_n(&owner[*s - slots], 0, __ATOMIC_RELEASE);
-    else
-        munmap(*s, sizeof **s);
+    for (int g = 0; g < SH_NGROUP; g++) {
+        struct sh_scratch *p = __atomic_load_n(&group[g], __ATOMIC_ACQUIRE);
+        if (p && *s >= p && *s < p + SH_GROUP) {
+            __atomic_store_n(&owner[g * SH_GROUP + (*s - p)], 0, __ATOMIC_RELEASE);
+            *s = NULL;
+            return;
+        }
+    }
+    munmap(*s, sizeof **s);
     *s = NULL;
 }
 

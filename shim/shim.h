@@ -88,16 +88,36 @@ struct sh_mount {
                                 * one (descriptors, memory: loaded again at the next call, which gets it), 1 the
                                 * helper's (a network error: loaded again at a call SH_RETRY_S later); 0 none */
     int told;                  /* atomic: a load's failure was logged (the loads tried again log at info) */
+    int idx;                   /* its number: sh_mnt(idx) == this mount (fdtab, sh_loc's m) */
 };
 #define SH_RETRY_S 2
 extern struct sh_mount *sh_mounts;   /* sh_nmounts of them, mapped in the constructor */
-extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts follow them */
-/* Sub-mount slots (repositories of hubs entered in one process, hub.c): reserved MAP_NORESERVE, so memory is the
- * limit (a slot's pages are touched when it is used, ~12 KiB); 8192 where the kernel refuses the reservation.
- * A repository that fails to load takes none (issue 33 item 4). */
+extern int sh_nmounts;               /* the configured mounts; hub.c's sub-mounts are numbered after them */
+/* Sub-mount slots (repositories of hubs entered in one process, hub.c) live in chunks mapped as they are
+ * needed: chunk k holds SH_SUB_CHUNK0 << k slots, so the address space grows with the repositories entered (a
+ * process that enters none maps none). Numbers up to sh_sub_max (SH_SUB_MAX, or HFS3_TEST_SUB_MAX for tests);
+ * a repository that fails to load takes none (issue 33 item 4). */
 #define SH_SUB_MAX (1 << 20)
-#define SH_SUB_MIN 8192
-extern int sh_sub_max;               /* the slots reserved: SH_SUB_MAX, SH_SUB_MIN, or HFS3_TEST_SUB_MAX (tests) */
+#define SH_SUB_CHUNK0 16
+#define SH_SUB_NCHUNK 17   /* SH_SUB_CHUNK0 * (2^17 - 1) >= SH_SUB_MAX */
+extern int sh_sub_max;
+extern struct sh_mount *sh_sub_chunk[SH_SUB_NCHUNK];   /* atomic: published once, never unmapped */
+/* Sub-mount slot s (0-based), or NULL when its chunk is not mapped (yet): the number of a published slot (hub.c's
+ * hash table, an sh_loc, an fdtab entry) always has its chunk, published before it. */
+static inline struct sh_mount *sh_sub_slot(int s)
+{
+    unsigned q = (unsigned)s + SH_SUB_CHUNK0;
+    int k = 31 - __builtin_clz(q) - __builtin_ctz(SH_SUB_CHUNK0);
+    if (s < 0 || k >= SH_SUB_NCHUNK)
+        return NULL;
+    struct sh_mount *c = __atomic_load_n(&sh_sub_chunk[k], __ATOMIC_ACQUIRE);
+    return c ? &c[q - ((unsigned)SH_SUB_CHUNK0 << k)] : NULL;
+}
+/* Mount number i: a configured mount, or a hub's sub-mount. */
+static inline struct sh_mount *sh_mnt(int i)
+{
+    return __builtin_expect(i < sh_nmounts, 1) ? &sh_mounts[i] : sh_sub_slot(i - sh_nmounts);
+}
 extern char sh_cache[SH_PATH];
 extern char sh_test_boot_id[37];
 
@@ -207,6 +227,9 @@ static inline int sh_ret(int r, int saved)
     return r;
 }
 void sh_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The shim's only writes to a host's descriptor: n bytes on 2, no SIGPIPE, errno kept (init.c). */
+void sh_write_err(const char *buf, size_t n);
+extern int sh_progress;   /* HFS3_PROGRESS (default 1): 0, no progress line of the shim's own (`run` draws it) */
 
 /* Classification. sh_classify: L_NONE for paths the shim leaves to libc (the fast path). sh_fallback: after
  * a real call failed with ENOENT/ENOTDIR, resolves the existing part of the path through real symlinks and

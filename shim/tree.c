@@ -297,7 +297,7 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
 {
     if (l->err)
         return l->err;   /* the kernel's walk of the spelling failed before the mount (path.c kwalk) */
-    struct sh_mount *m = &sh_mounts[l->m];
+    struct sh_mount *m = sh_mnt(l->m);
     int rc = sh_mount_get(m);
     if (rc < 0)
         return rc;
@@ -309,7 +309,7 @@ int sh_resolve(const struct sh_loc *l, int follow, const struct sh_mount **mp, u
         int k = sh_hub_late(l);
         if (k < 0)
             return k;   /* a name not in its repository list */
-        m = &sh_mounts[k];
+        m = sh_mnt(k);
         if ((rc = sh_mount_get(m)) < 0)
             return rc;
         rel = "";
@@ -360,7 +360,7 @@ int sh_stat(const struct sh_loc *l, int follow, struct stat *st)
     uint32_t e;
     int rc = sh_resolve(l, follow, &m, &e);
     if (rc == -EAGAIN) {
-        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
+        sh_tree_path(sh_mnt(l->m), l->rel, rp, SH_SCR);
         return sh_stat_skel(rp, st);
     }
     if (rc < 0)
@@ -484,7 +484,7 @@ static int chdir_target(const struct sh_loc *l, char *rp)
     uint32_t e;
     int rc = sh_resolve(l, 1, &m, &e);
     if (rc == -EAGAIN) {
-        sh_tree_path(&sh_mounts[l->m], l->rel, rp, SH_SCR);
+        sh_tree_path(sh_mnt(l->m), l->rel, rp, SH_SCR);
         return 1;
     }
     if (rc < 0)
@@ -579,7 +579,7 @@ int sh_statfs(const struct sh_loc *l, struct statfs *sf)
     int rc = sh_stat(l, 1, &st);
     if (rc < 0)
         return rc;
-    const char *p = l->kind == L_MNT ? sh_mounts[l->m].dir : sh_cache;
+    const char *p = l->kind == L_MNT ? sh_mnt(l->m)->dir : sh_cache;
     if (sh_r.statfs(p, sf) < 0 && sh_r.statfs("/", sf) < 0)
         return -errno;
     sf->f_flags |= ST_RDONLY;

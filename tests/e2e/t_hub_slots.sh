@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t_hub_slots.sh - a hub's repositories that cannot be loaded take no slot (issue 33 item 4). Offline, a hub of
 # 100,002 repositories of which 2 are cached: one process lists the root, enters 24 that are not cached (EIO each,
-# loaded once) with the slots cut to 8 (HFS3_TEST_SUB_MAX: the reserve is 1,048,576 slots, memory, where it was
+# loaded once) with the slots cut to 8 (HFS3_TEST_SUB_MAX: the ceiling is 1,048,576 slots, mapped as used, where it was
 # 8,192 and ran out after ~8,190 failures), then opens a file of each cached one. One log line says why the first
 # failed, one at exit how many failed (it was one 420-byte line per repository: 84 MB for a `find` of 20,011).
 set -euo pipefail

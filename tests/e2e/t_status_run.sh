@@ -95,14 +95,13 @@ grep -Eq "^  slow:models/m1 model.safetensors: [0-9.]+ [KM]iB of 40.0 MiB \([0-9
   grep -Eq "^  slow:models/m1, the whole model: [0-9.]+ [KM]iB of 40.1 MiB \([0-9]+%\) cached or landed, 1 file in progress$" "$WORK/out" ||
   { cat "$WORK/out"; fail "status text during a shim-started fetch"; }
 ok "status during a shim-started fetch: $(grep -E 'model.safetensors:|whole model' "$WORK/out" | tr -s ' ' | paste -sd'|')"
-# (the first line, 2 s in, may come before any byte landed: "0 B of 40.0 MiB (0%), waiting 2 s")
-info_lines() { grep -Ec "^hfs3: $M/model.safetensors: [0-9.]+ [KM]iB of 40.0 MiB \([0-9]+%\), [0-9.]+ [KM]iB/s, about [0-9]+ s left$" "$WORK/cat1.err" || true; }
-while [ $(( $(date +%s) - t0 )) -lt 20 ] && [ "$(info_lines)" -lt 2 ]; do sleep 0.5; done
-grep "of 40.0 MiB" "$WORK/cat1.err" || true
-[ "$(grep -Ec "^hfs3: $M/model.safetensors: [0-9.]+ [KM]iB of 40.0 MiB \([0-9]+%\), [0-9.]+ [KM]iB/s, about [0-9]+ s left$" "$WORK/cat1.err")" -ge 2 ] ||
-  { cat "$WORK/cat1.err"; fail "HFS3_LOG=info: a progress line every few seconds, bytes as they land"; }
+# issue 41 item 3: stderr is a file here, not a terminal: at HFS3_LOG=info the shim logs what it starts, and no
+# progress line (those are a terminal's; `run` draws them on one)
+while [ $(( $(date +%s) - t0 )) -lt 8 ]; do sleep 0.5; done
 kill -9 $C1 $C2 $HP 2>/dev/null || true; C1= C2= HP=
-ok "HFS3_LOG=info while cat waits: a line every 5 s with the bytes landed"
+grep -q "^hfs3: $M/model.safetensors: fetching slow:models/m1/model.safetensors" "$WORK/cat1.err" &&
+  ! grep -E "of 40.0 MiB|s left" "$WORK/cat1.err" || { cat "$WORK/cat1.err"; fail "HFS3_LOG=info on a file: the fetching line, no progress line"; }
+ok "HFS3_LOG=info while cat waits, stderr a file: the fetching line, no progress line in 8 s"
 
 # issue 35: status never contradicts a program blocked on a fetch. From the moment the program has the blob's
 # lock open until its open() returns, the file is a fetch in progress (starting: the helper holds the lock, its

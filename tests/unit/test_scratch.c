@@ -3,6 +3,7 @@
  * unmapped; 100 threads that each hold 3 buffers at once (more than the pool) and then take a 4th all finish;
  * after fork() the child finds free every slot another thread held, and still holds its own (item 2); a spilled
  * buffer given back is unmapped, every page, and a long pile-up does not grow the process (issue 34 item 6).
+ * The pool's groups are mapped as they are needed, one busy group at a time (issue 41 item 4).
  * sh_join (shim.h), which builds the warm path's cache paths, gives what snprintf("%s%s...") gives.
  * A hang is a failure: alarm() ends the run (the child of the fork test has its own). */
 #include "../../shim/scratch.c"
@@ -20,7 +21,31 @@
 
 static int in_pool(const struct sh_scratch *s)
 {
-    return s >= slots && s < slots + SH_SLOTS;
+    for (int g = 0; g < SH_NGROUP; g++) {
+        const struct sh_scratch *p = __atomic_load_n(&group[g], __ATOMIC_ACQUIRE);
+        if (p && s >= p && s < p + SH_GROUP)
+            return 1;
+    }
+    return 0;
+}
+
+/* the owner[] number of pooled buffer s, -1 when it is not one */
+static int slot_of(const struct sh_scratch *s)
+{
+    for (int g = 0; g < SH_NGROUP; g++) {
+        const struct sh_scratch *p = __atomic_load_n(&group[g], __ATOMIC_ACQUIRE);
+        if (p && s >= p && s < p + SH_GROUP)
+            return g * SH_GROUP + (int)(s - p);
+    }
+    return -1;
+}
+
+static int groups_mapped(void)
+{
+    int n = 0;
+    for (int g = 0; g < SH_NGROUP; g++)
+        n += __atomic_load_n(&group[g], __ATOMIC_ACQUIRE) != NULL;
+    return n;
 }
 
 static int busy_slots(void)
@@ -36,7 +61,14 @@ static void test_spill(void)
     enum { N = SH_SLOTS + 8 };
     static struct sh_scratch *s[N];
     int pooled = 0, distinct = 1;
+    /* the pool grows with use (issue 41 item 4): one group (in the .bss) until every slot of it is busy at once,
+     * the next mapped then; all of them once every slot is */
+    CHECK_EQ_INT(groups_mapped(), 1);
     for (int i = 0; i < N; i++) {
+        if (i == SH_GROUP)
+            CHECK_EQ_INT(groups_mapped(), 1);
+        if (i == SH_GROUP + 1)
+            CHECK_EQ_INT(groups_mapped(), 2);
         s[i] = sh_scratch_get();
         memset(s[i], i & 0xff, sizeof *s[i]);   /* the whole buffer is ours: ASan or a fault says otherwise */
         pooled += in_pool(s[i]);
@@ -46,6 +78,7 @@ static void test_spill(void)
             distinct &= s[i] != s[j];
     CHECK(distinct);
     CHECK_EQ_INT(pooled, SH_SLOTS);
+    CHECK_EQ_INT(groups_mapped(), SH_NGROUP);
     CHECK(!in_pool(s[N - 1]));
     CHECK_EQ_INT((unsigned char)s[N - 1]->d[SH_SCR - 1], (N - 1) & 0xff);
     int e = errno = 1234;
@@ -186,7 +219,7 @@ static void test_fork(void)
         sh_scratch_after_fork();   /* what init.c's pthread_atfork child handler does first */
         int bad = 0;
         bad |= busy_slots() != 1;                                                    /* 1 */
-        bad |= __atomic_load_n(&owner[mine - slots], __ATOMIC_ACQUIRE) != (unsigned long)pthread_self();   /* 2 */
+        bad |= __atomic_load_n(&owner[slot_of(mine)], __ATOMIC_ACQUIRE) != (unsigned long)pthread_self();   /* 2 */
         int pooled = 0;
         static struct sh_scratch *s[SH_SLOTS - 1];
         for (int i = 0; i < SH_SLOTS - 1; i++)
