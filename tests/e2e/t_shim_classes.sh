@@ -4,6 +4,8 @@
 #      on a fetch, a warm open (DISABLE stays DISABLE, ENABLE stays ENABLE);
 #   6. append-only files: updwtmp through the shim on a wtmp whose tail is torn leaves the bytes glibc's own
 #      updwtmp leaves (the torn tail cut back to a whole record, then the record).
+# And a host the shim must not break: a program run under valgrind, which kills a process that makes a general
+# clone (issue 41's helper parent, mid), loads a mount on an empty cache (the helper is then spawned as before).
 set -u
 source "$HFS3_ROOT/tests/e2e/shim_common.sh"
 shim_setup || exit 1
@@ -45,4 +47,17 @@ ls -l "$WORK/wtmp-plain" "$WORK/wtmp-shim"
 shim_check "class 6: glibc cuts the torn tail back (the oracle: 4 whole records)" \
   test "$(stat -c %s "$WORK/wtmp-plain")" = $((4 * 384))
 shim_check "class 6: updwtmp through the shim leaves glibc's bytes" cmp "$WORK/wtmp-plain" "$WORK/wtmp-shim"
+
+# ---- a program under valgrind: a first load and a cold open on an empty cache
+if command -v valgrind >/dev/null; then
+  env HFS3_CACHE_DIR="$WORK/cache-vg" FAKE_LOG="$WORK/fakevg.log" FAKE_FX="$WORK/fx" FAKE_MK="$MK" \
+    HFS3_HELPER="$HFS3_ROOT/tests/e2e/shim_fake_helper.sh" HFS3_PREFETCH=0 HFS3_MOUNTS="$F=s3test:models/flat" \
+    HFS3_OFFLINE=0 LD_PRELOAD="$HFS3_SHIM" timeout -k 5 300 valgrind -q --tool=none cat "$F/a.txt" >"$WORK/vg.out" \
+    2>"$WORK/vg.err"
+  echo "rc $?" >>"$WORK/vg.err"; cat "$WORK/vg.err"
+  shim_check "under valgrind: a cold open on an empty cache reads the file" cmp "$WORK/vg.out" "$WORK/fx/src/flat/a.txt"
+  shim_check "under valgrind: the helper ran" grep -q '^_get' "$WORK/fakevg.log"
+else
+  echo "SKIP valgrind: valgrind is not installed (scripts/deps.sh installs it)"
+fi
 exit $((SHIM_FAILS > 0))
