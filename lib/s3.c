@@ -1012,6 +1012,12 @@ static int perform(hfs3_s3 *c, const req *q, xfer *x)
                                          x->retry_after_s > 0 ? x->retry_after_s * 1000 : 0, rng_next(c));
             hfs3_info("s3: %s %s: HTTP %ld (throttled, %d in a row), retrying in %ld ms", q->op, q->what,
                       x->status, throttles, ms);
+            /* a user waiting up to the budget hears why, once per process (a fleet's every request would flood) */
+            static int told;
+            if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+                hfs3_warn("s3: %s %s: the server is throttling requests (HTTP %ld); retrying with backoff for up "
+                          "to %ld s (HFS3_THROTTLE_BUDGET), a slow start is expected", q->op, q->what, x->status,
+                          c->o.throttle_budget_ms / 1000);
             sleep_ms(ms);
             continue;
         } else if ((retryable_status(x->status) || reply_throttles(x)) && attempt < attempts) {

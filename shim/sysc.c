@@ -70,11 +70,23 @@ static ssize_t sc_readlink(int dirfd, const char *path, char *buf, size_t n)
 /* The kernel's walk of path from dirfd under the resolve flags res, in the shim's view: into out (SH_SCR) the path
  * with every symlink but a last one not followed (O_NOFOLLOW) replaced by its target, relative to dirfd (absolute
  * when the spelling was, without RESOLVE_IN_ROOT); 0, or -errno (EXDEV: out of dirfd; ELOOP: a symlink refused). */
-static int sc_walk(int dirfd, const char *path, uint64_t flags, uint64_t res, char *out, struct sh_scratch *t)
+static int sc_walk(int dirfd, const char *path, uint64_t flags, uint64_t res, const char *pre, char *out,
+                   struct sh_scratch *t)
 {
     char *rem = t->a, *tgt = t->b, *tmp = t->c;
     int beneath = (res & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0, hops = 0;
     size_t ol = 0, root = 0;
+    if (pre) {
+        /* dirfd outside the mounts (an ancestor of one), scoped: the walk is of absolute paths below its own */
+        ol = strlen(pre);
+        if (ol + 2 > SH_SCR)
+            return -ENAMETOOLONG;
+        memmove(out, pre, ol);
+        if (out[ol - 1] != '/')
+            out[ol++] = '/';
+        root = ol;
+        out[ol] = 0;
+    }
     if (path[0] == '/') {
         if (res & RESOLVE_BENEATH)
             return -EXDEV;
@@ -152,35 +164,71 @@ static int sc_walk(int dirfd, const char *path, uint64_t flags, uint64_t res, ch
     return 0;
 }
 
+/* a directory descriptor outside the mounts (/proc/self, whose fd/N leads into them): its path into buf (SH_SCR);
+ * 0 when it has none the walk can climb from */
+static int sc_fd_path(int fd, char *buf)
+{
+    char pp[32];
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    ssize_t k = sh_r.readlink(pp, buf, SH_SCR - 1);
+    if (k <= 0 || buf[0] != '/')
+        return 0;
+    buf[k] = 0;
+    return 1;
+}
+
 /* SYS_openat2: the shim's answer when the spelling is in the mounts, else the real call (-2: ask the kernel) */
 static __attribute__((noinline)) long sc_openat2(int dirfd, const char *path, const struct open_how *how, size_t size,
                                                   struct sh_scratch *t, int *go_fd)
 {
     if (!path || !how || size < sizeof(struct open_how))
         return -2;
+    /* the kernel checks how (its size, E2BIG for non-zero bytes past the fields it knows or a size over a page,
+     * EINVAL for a flag or a mode it does not take, EAGAIN for RESOLVE_CACHED with a create, EFAULT) before it
+     * reads the path: asked with an empty path, it answers those, else ENOENT, with nothing opened */
+    int e = errno;
+    if (sc_real()(SYS_openat2, (long)AT_FDCWD, (long)"", (long)how, (long)size, 0L, 0L) < 0 && errno != ENOENT) {
+        if (errno != ENOSYS)
+            return -1;
+    }
+    errno = e;
     struct open_how h = *how;
     if ((h.flags >> 32) || (h.resolve & ~(uint64_t)RES_KNOWN) ||
         (h.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) == (RESOLVE_BENEATH | RESOLVE_IN_ROOT) ||
         (h.mode && !(h.flags & (O_CREAT | __O_TMPFILE))) || (h.mode & ~(uint64_t)07777))
         return -2;   /* the kernel's EINVAL */
+    if ((h.resolve & RESOLVE_IN_ROOT) && path[0] == '/') {
+        path += strspn(path, "/");   /* an absolute spelling starts from dirfd, as a relative one does */
+        if (!*path)
+            path = ".";
+    }
     if (sh_outside(dirfd, path))
         return -2;
-    int e = errno, in = 0, beneath = (h.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0;
+    int in = 0, viafd = 0, beneath = (h.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) != 0;
     char *out = t->d, *base = t->c;
     {
         /* the spelling lands in the mounts' tree, or starts from a directory there (a ".." under RESOLVE_IN_ROOT
          * stays in it, whatever the spelling says) */
         SH_LOC(l);
         in = sh_classify(dirfd, path, &l) != L_NONE;
-        if (path[0] != '/' && (in || beneath)) {
+        if (!in && path[0] != '/' && dirfd != AT_FDCWD && sc_fd_path(dirfd, base) &&
+            (size_t)snprintf(out, SH_SCR, "%s/%s", base, path) < SH_SCR) {
+            /* from a directory outside the mounts: an ancestor's "mnt/x", or /proc/self's "fd/N/x" through its
+             * magic link */
+            SH_LOC(v);
+            viafd = in = sh_classify(AT_FDCWD, out, &v) != L_NONE;
+            viafd += in && (!strncmp(base, "/proc/", 6) || !strncmp(base, "/dev/", 5));
+        }
+        if (path[0] != '/' && (in || beneath) && !viafd) {
             SH_LOC(b);
             if (dirfd == AT_FDCWD ? sh_classify(AT_FDCWD, ".", &b) != L_NONE : sh_fd_dirloc(dirfd, &b))
                 in = 1, beneath = beneath && strlen(b.path) < SH_SCR;
             if (in && !beneath) {
                 /* a relative spelling climbs from the directory's logical path */
-                if (dirfd == AT_FDCWD ? !getcwd(base, SH_SCR) : b.kind == L_NONE || strlen(b.path) >= SH_SCR)
+                if (dirfd == AT_FDCWD ? !getcwd(base, SH_SCR) : b.kind == L_NONE ? !sc_fd_path(dirfd, base)
+                                                                                  : strlen(b.path) >= SH_SCR)
                     in = 0;
-                else if (dirfd != AT_FDCWD)
+                else if (dirfd != AT_FDCWD && b.kind != L_NONE)
                     strcpy(base, b.path);
             }
         }
@@ -189,8 +237,10 @@ static __attribute__((noinline)) long sc_openat2(int dirfd, const char *path, co
         errno = e;
         return -2;
     }
-    if (path[0] == '/' && (h.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)) &&
-        (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/", 5)))
+    if (viafd == 2 && beneath)
+        return -2;   /* a magic link in a scoped walk: the kernel's EXDEV */
+    if ((h.resolve & (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)) &&
+        (viafd == 2 || (path[0] == '/' && (!strncmp(path, "/proc/", 6) || !strncmp(path, "/dev/", 5)))))
         return -2;   /* through a magic link: the kernel's ELOOP */
     const char *p = path;
     if (path[0] != '/' && !beneath) {
@@ -203,7 +253,7 @@ static __attribute__((noinline)) long sc_openat2(int dirfd, const char *path, co
         strcpy(base + bl + 1, path);
         p = base;
     }
-    int rc = sc_walk(dirfd, p, h.flags, h.resolve, out, t);
+    int rc = sc_walk(dirfd, p, h.flags, h.resolve, viafd && beneath ? base : NULL, out, t);
     if (rc < 0) {
         errno = -rc;
         return -1;

@@ -129,6 +129,51 @@ say("openat(D, dir/b.bin)", lambda: len(raw(libc.syscall(ctypes.c_long(SYS_opena
 say("openat2 /proc/self/fd/D/a.txt NO_MAGICLINKS", lambda: openat2(-100, "/proc/self/fd/%d/a.txt" % d, os.O_RDONLY,
                                                                    RESOLVE_NO_MAGICLINKS))
 say("openat2 /proc/self/fd/D/a.txt", lambda: openat2(-100, "/proc/self/fd/%d/a.txt" % d, os.O_RDONLY, 0))
+# how as the kernel checks it before the path (none of these opens or creates anything): sizes below, above and past
+# a page, non-zero bytes past the three fields, flags and modes openat2 refuses (where openat ignores them),
+# RESOLVE_CACHED with a create (EAGAIN), an unreadable how (EFAULT); then an absolute spelling under IN_ROOT (from
+# dirfd), and "fd/D/x" from a descriptor of /proc/self (through the magic link, refused under NO_MAGICLINKS)
+import struct
+
+
+def openat2_raw(dfd, p, flags, mode, res, size, extra=b""):
+    buf = ctypes.create_string_buffer(struct.pack("QQQ", flags, mode, res) + extra, max(size, 24) + 8)
+    return raw(libc.syscall(ctypes.c_long(SYS_openat2), ctypes.c_long(dfd), ctypes.c_char_p(p.encode()), buf,
+                            ctypes.c_long(size)))
+
+
+for size, extra in ((16, b""), (23, b""), (32, b"\0" * 8), (32, b"\1" + b"\0" * 7), (40, b"\0" * 15 + b"\1"),
+                    (4097, b""), (8192, b"")):
+    say("openat2(D, a.txt, size %d, %r)" % (size, extra.strip(b"\0")), lambda: openat2_raw(d, "a.txt", 0, 0, 0, size, extra))
+for flags, mode, res in ((os.O_PATH | os.O_RDWR, 0, 0), (0x80000000, 0, 0), (1 << 33, 0, 0), (0o40000000, 0, 0),
+                         (os.O_CREAT | os.O_WRONLY, 0o10000, 0), (os.O_CREAT | os.O_WRONLY, 0o644, 0x20),
+                         (os.O_TRUNC | os.O_WRONLY, 0, 0x20), (0, 0, 0x40), (0, 0, 1 << 40)):
+    for p in ("a.txt", "dir", "new"):
+        say("openat2(D, %s, flags %#x, mode %o, resolve %#x)" % (p, flags, mode, res),
+            lambda: openat2_raw(d, p, flags, mode, res, 24))
+say("openat2(D, a.txt, how unreadable)", lambda: raw(libc.syscall(ctypes.c_long(SYS_openat2), ctypes.c_long(d), b"a.txt",
+                                                                  ctypes.c_void_p(8), ctypes.c_long(24))))
+for p in ("/a.txt", "//dir/../a.txt", "/../../dir/b.bin", "/", "/link-to-a", "/dirlink/b.bin"):
+    for res, rn in ((RESOLVE_IN_ROOT, "IN_ROOT"), (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, "IN_ROOT|NO_SYMLINKS")):
+        say("openat2(D, %s, %s)" % (p, rn), lambda: openat2(d, p, os.O_RDONLY, res))
+say("openat2(D, '', 0)", lambda: openat2(d, "", os.O_RDONLY, 0))
+proc = os.open("/proc/self", os.O_RDONLY | os.O_DIRECTORY)
+for res, rn in ((0, "0"), (RESOLVE_NO_MAGICLINKS, "NO_MAGICLINKS"), (RESOLVE_NO_SYMLINKS, "NO_SYMLINKS"),
+                (RESOLVE_BENEATH, "BENEATH")):
+    say("openat2(/proc/self, fd/D/a.txt, %s)" % rn, lambda: openat2(proc, "fd/%d/a.txt" % d, os.O_RDONLY, res))
+    say("openat2(/proc/self, fd/D/dirlink/b.bin, %s)" % rn,
+        lambda: len(openat2(proc, "fd/%d/dirlink/b.bin" % d, os.O_RDONLY, res)))
+say("openat2(/proc/self, cwd/a.txt, 0)", lambda: openat2(proc, "cwd/a.txt", os.O_RDONLY, 0))
+os.close(proc)
+# from a real directory above the mount (the work dir, three levels up): its relative spellings, scoped or not
+anc = os.path.dirname(os.path.dirname(os.path.dirname(ROOT)))
+ancfd = os.open(anc, os.O_RDONLY | os.O_DIRECTORY)
+for p in ("a.txt", "dirlink/../a.txt", "link-to-a", "dir/up/c.txt", "../flat/a.txt", "dirlink"):
+    rel = os.path.relpath(ROOT, anc) + "/" + p
+    for res, rn in ((0, "0"), (RESOLVE_BENEATH, "BENEATH"), (RESOLVE_IN_ROOT, "IN_ROOT"),
+                    (RESOLVE_NO_SYMLINKS, "NO_SYMLINKS"), (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, "BENEATH|NO_SYMLINKS")):
+        say("openat2(ancestor, .../%s, %s)" % (p, rn), lambda: openat2(ancfd, rel, os.O_RDONLY, res))
+os.close(ancfd)
 if len(sys.argv) > 2:   # the mount only (the local folder is writable): writes answer as on a read-only mount
     say("openat2(D, a.txt, O_WRONLY)", lambda: openat2(d, "a.txt", os.O_WRONLY, 0))
     say("openat2(D, new, O_CREAT)", lambda: openat2(d, "new", os.O_WRONLY | os.O_CREAT, 0))
