@@ -264,7 +264,13 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
-    char **envp = rc ? NULL : malloc((ne + 2) * sizeof *envp);
+    /* mapped, not malloc-ed: this also runs in tree.c's chdir_by_copy, a raw-clone copy of the process in which
+     * another thread's malloc lock may be held for good (no fork handler reset it): a malloc there hung the copy,
+     * and with it the vfork child and the program's subprocess.run (3 of 15 runs, review of issue 41) */
+    size_t envsz = (ne + 2) * sizeof(char *);
+    char **envp = rc ? NULL : mmap(NULL, envsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (envp == MAP_FAILED)
+        envp = NULL;
     if (!rc && !envp)
         rc = ENOMEM;
     if (!rc) {
@@ -281,7 +287,7 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
         if (!(rc = spawn_direct(exe, argv, envp, lockfd, quiet && sh_log_level < 2, &h))) {
             __atomic_store_n(&s->helper, h, __ATOMIC_RELEASE);
             __atomic_store_n(&s->mid, h, __ATOMIC_RELEASE);
-            free(envp);
+            munmap(envp, envsz);
             return h;
         }
     } else if (!rc) {
@@ -323,7 +329,8 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
         errno = e;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    free(envp);
+    if (envp)
+        munmap(envp, envsz);
     if (rc && s) {
         if (s->stack && s->stack != MAP_FAILED)
             munmap(s->stack, SH_SPAWN_STACK);
