@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +54,33 @@ int hfs3_boot_id(char out[37])
         return n < 0 ? -e : -EIO;
     out[36] = 0;
     return 0;
+}
+
+int hfs3_stamp_set(int fd, const char *what, int flushed)
+{
+    char v[160], id[37];
+    if (flushed)
+        snprintf(v, sizeof v, "%s", what);
+    else if (hfs3_boot_id(id) == 0)
+        snprintf(v, sizeof v, "%s %s", what, id);
+    else
+        return -EIO;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    /* a user. attribute needs write permission: the owner's write bit for the moment of the fsetxattr (a reader
+     * refuses the file meanwhile, and comes back under its lock, which the caller holds) */
+    int wbit = !(st.st_mode & S_IWUSR) && st.st_uid == geteuid();
+    if (wbit && fchmod(fd, (st.st_mode & 07777) | S_IWUSR) < 0)
+        return -errno;
+    int rc = fsetxattr(fd, HFS3_STAMP_XATTR, v, strlen(v), 0) < 0 ? -errno : 0;
+    if (wbit && fchmod(fd, st.st_mode & 07777) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == -EOPNOTSUPP)
+        rc = -ENOTSUP;
+    if (rc < 0 && rc != -ENOTSUP)
+        hfs3_debug("stamping a verified file as %s: %s", what, strerror(-rc));
+    return rc;
 }
 
 int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
@@ -265,6 +293,11 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd, const
     /* the name must still be the file that was hashed (a member's own file could have been swapped) */
     if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return 0;
+    /* hashed whole, and flushed: stamped as the sha256 (include/hfs3/serve.h) before any other mount may read it;
+     * one that cannot be stamped stays its mount's own */
+    int sr = hfs3_stamp_set(fd, sha, 1);
+    if (sr < 0 && sr != -ENOTSUP)
+        return -1;
     int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
     if (r < 0 && errno == EEXIST) {
         /* blobs/<sha> is there already: under HFS3_VERIFY_FOREIGN=1 the copy goes only when that one may be
@@ -421,8 +454,15 @@ static int flush_one(void *ud, const char *name)
                  * file again): that record is the new file's, left to the next flush */
                 r = same_file(c->unflushed, name, rfd) && fstatat(dir, sha, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
                             errno == ENOENT ? 0 : -1;
-            else if (!chunked)
+            else if (!chunked) {
                 r = 0;
+                /* on disk now: its stamp loses the boot id, when it is this very blob's of this boot (a stamp
+                 * says what its verifier checked: never written for a file verified as another name) */
+                char boot[37];
+                if (st.st_uid == c->uid && hfs3_boot_id(boot) == 0 &&
+                    hfs3_stamp_check(fd, sha, NULL, boot) == HFS3_STAMP_OK)
+                    (void)hfs3_stamp_set(fd, sha, 1);
+            }
             else if (known_bad)
                 r = drop_mismatch(c, dir, sha);
             else if (st.st_uid != c->uid)
