@@ -277,6 +277,22 @@ static int hash_promotion(int fd, char hex[65])
     return hfs3_sha256_fd(fd, hex, NULL);
 }
 
+/* 1 when blobs/<sha> may be served as it is to uid (include/hfs3/serve.h): the file's rule, and its stamp (issue
+ * 44: root's blob of an older version has none, and the copy is what its owner reads then). */
+static int blobs_serves(const hfs3_cache *c, const char *sha, uid_t uid, uint64_t size)
+{
+    struct stat b, d;
+    char boot[37];
+    int fd = openat(c->blobs, sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int ok = fstat(fd, &b) == 0 && fstat(c->blobs, &d) == 0 && !hfs3_serve_dir_refusal(&d, uid) &&
+             !hfs3_serve_refusal(&b, uid, size) &&
+             !hfs3_stamp_refusal(fd, &d, sha, NULL, hfs3_boot_id(boot) == 0 ? boot : NULL, NULL);
+    close(fd);
+    return ok;
+}
+
 /* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
  * that sha256 may use it (and gc counts it); an open about to read it from cblobs/ finds it gone and looks
  * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open, hex its whole-file sha256 (hashed before
@@ -298,14 +314,17 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd, const
     int sr = hfs3_stamp_set(fd, sha, 1);
     if (sr < 0 && sr != -ENOTSUP)
         return -1;
+    /* HFS3_VERIFY_FOREIGN=1: never into a blobs/ its owner may not be served from (a member made it first: its
+     * owner can rename anything out of it); the copy stays its mount's own */
+    if (c->verify_foreign && (fstat(c->blobs, &b) < 0 || hfs3_serve_dir_refusal(&b, a.st_uid)))
+        return 0;
     int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
     if (r < 0 && errno == EEXIST) {
         /* blobs/<sha> is there already: under HFS3_VERIFY_FOREIGN=1 the copy goes only when that one may be
          * served to the copy's owner (include/hfs3/serve.h). A member's file planted there while the copy was
          * fetched, or one a member could rewrite, is never served then: the copy is what its owner reads.
          * (Without the setting members are trusted, and one file is enough.) */
-        if (!c->verify_foreign ||
-            (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) == 0 && !hfs3_serve_refusal(&b, a.st_uid, (uint64_t)a.st_size)))
+        if (!c->verify_foreign || blobs_serves(c, sha, a.st_uid, (uint64_t)a.st_size))
             unlinkat(cdir, sha, 0);
         return 0;
     }

@@ -317,6 +317,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     /* HFS3_VERIFY_FOREIGN=1: done when a copy that may be served is there now (serve_open decides again on the
      * descriptor it returns), whatever the helper said */
     int have = sh_verify_foreign ? blob_there(&bf) : find_blob(&bf);
+    /* the detached flush may hold a stamped file's owner write bit for a moment (lib/durable.c hfs3_stamp_set,
+     * under the blob's lock) just as this look ran, after the lock was let go: one more look, under the lock */
+    if (sh_verify_foreign && !have && rc == 0 && (rc = sh_run_locked(&j)) == 0)
+        have = blob_there(&bf);
     if (sh_verify_foreign)
         foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))

@@ -11,6 +11,10 @@
 #   3. B made tmp/: B renames A's .part of s1 (during its download) into A's own cblobs/ as s2.
 #   4. B made unflushed/: A's blob installed before its flush, torn by a "crash" (the test rewrites it in place as
 #      root), B removes A's record: after the reboot (HFS3_TEST_BOOT_ID) it is verified again, never served torn.
+#   5. A cache of an older version (no stamps): A's own blob is hashed again and stamped, offline too; root's is
+#      copied into A's own cblobs/ online.
+#   6. B (owner of blobs/) puts A's unflushed s1 under A's unflushed s2's name before A's flush: the flush stamps
+#      only a file stamped as its record's name, so A never reads s1 as s2 after B moves it into A's cblobs/.
 # STAMP_ONLY=1,3 runs only those parts. Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -193,5 +197,47 @@ for mode in offline online; do
   [ $mode = offline ] || [ "$st" = 0 ] || { cat "$WORK/shim.err" >&2; fail "4: online: exit $st"; }
   ok "4 ($mode): the torn blob whose record B removed is never served (exit $st)"
 done
+fi
+# ---- 5. a cache of an older version: no stamps. A's own blob is hashed again and stamped (offline too); root's is
+#      copied (online) ----
+if only 5; then
+new_cache old
+unstamp() { python3 -c 'import os, sys; os.removexattr(sys.argv[1], "user.hfs3.verified")' "$1"; }
+stamp_of() { python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.hfs3.verified").decode())' "$1" 2>/dev/null || echo none; }
+as "$A" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" s1.safetensors >/dev/null 2>&1 || fail "5: A's _get"
+HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" s2.safetensors >/dev/null 2>&1 || fail "5: root's _get"
+records_gone
+[ "$(stat -c %u "$S/blobs/$s1")" = "$A" ] && [ "$(stat -c %u "$S/blobs/$s2")" = 0 ] || fail "5: test setup: owners"
+[ "$(stamp_of "$S/blobs/$s1")" = "$s1" ] || fail "5: A's flushed blob is stamped $(stamp_of "$S/blobs/$s1")"
+unstamp "$S/blobs/$s1"; unstamp "$S/blobs/$s2"
+as "$A" env HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _index "$R" >/dev/null 2>&1 || fail "5: A's _index"
+shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 -- cat /models/st/s1.safetensors
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/s1.safetensors" || { cat "$WORK/shim.err" >&2; fail "5: A's own unstamped blob offline: exit $st"; }
+[ "$(stamp_of "$S/blobs/$s1")" = "$s1" ] && [ "$(stat -c %a "$S/blobs/$s1")" = 440 ] || fail "5: A's blob was not stamped again ($(stamp_of "$S/blobs/$s1"), mode $(stat -c %a "$S/blobs/$s1"))"
+ok "5: A's own unstamped blob (an older version's) is hashed again and stamped, offline"
+shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 -- cat /models/st/s2.safetensors
+! cmp -s "$WORK/shim.out" "$WORK/m/s1.safetensors" || fail "5: other bytes"
+[ "$st" != 0 ] || cmp -s "$WORK/shim.out" "$WORK/m/s2.safetensors" || fail "5: other bytes (offline)"
+shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 -- cat /models/st/s2.safetensors
+[ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/s2.safetensors" || { cat "$WORK/shim.err" >&2; fail "5: root's unstamped blob: exit $st"; }
+[ -f "$S/mounts/$KA/cblobs/$s2" ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs/$s2")" = "$A" ] || fail "5: no copy of A's own of root's unstamped blob"
+ok "5: root's unstamped blob: A's own copy, hashed and stamped, is served"
+fi
+
+# ---- 6. the flush stamps nothing it did not verify: B (owner of blobs/) puts A's s1 under A's unflushed s2 ----
+if only 6; then
+new_cache bflush blobs
+for f in s1 s2; do
+  as "$A" env HFS3_VERIFY=whole HFS3_TEST_NO_FLUSH=1 "$HFS3_BIN" _get "$R" $f.safetensors >/dev/null 2>&1 || fail "6: A's _get $f"
+done
+[ -e "$S/unflushed/$s2" ] && [ "$(stat -c %u "$S/blobs/$s1")" = "$A" ] || fail "6: test setup: A's unflushed blobs in B's blobs/"
+as "$B" bash -c "rm -f '$S/blobs/$s2' && mv '$S/blobs/$s1' '$S/blobs/$s2'"
+as "$A" "$HFS3_BIN" _get "$R" config.json >/dev/null 2>&1 || fail "6: A's _get config.json"
+records_gone
+as "$A" env HFS3_VERIFY_FOREIGN=1 "$HFS3_BIN" _index "$R" >/dev/null 2>&1 || fail "6: A's _index"
+as "$A" mkdir -m 3770 "$S/mounts/$KA/cblobs"
+as "$B" mv "$S/blobs/$s2" "$S/mounts/$KA/cblobs/$s2"
+a_reads_s2 "6 (offline)" HFS3_OFFLINE=1
+a_reads_s2 "6 (online)"
 fi
 echo "all ok"
