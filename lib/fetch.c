@@ -988,17 +988,13 @@ static _Thread_local int plant_rc;
  * Under the blob's lock. 1 (installed: the caller answers as for a cached blob), or an error with a message. */
 static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at *src, hfs3_fetch_result *res)
 {
-    struct stat st, tst = {0}, pst;
-    const char *why = NULL;
+    struct stat st, pst;
     if (!f->own)
         return hfs3_err(-EPERM, "cache: %s/%s is not yours to serve, HFS3_VERIFY_FOREIGN=1 serves only copies of "
                         "your own, and there is no mount to keep one in", src->dpath, f->sha256);
-    /* the copy passes through tmp/: a member who owned it could move it elsewhere under a blob's name */
-    if (fstat(c->tmp, &tst) < 0 || (why = hfs3_serve_dir_refusal(&tst, c->uid)) != NULL)
-        return hfs3_err(-EPERM, "cache: %s (owner uid %u, mode %04o): %s; under HFS3_VERIFY_FOREIGN=1 your files "
-                        "pass only through directories of yours or root's; refusing (ask root to chown it to the "
-                        "cache's owner)", c->p_tmp, (unsigned)tst.st_uid, (unsigned)(tst.st_mode & 07777),
-                        why ? why : strerror(errno));
+    /* the copy passes through tmp/, which a member may own (it made it first) and so rename the copy anywhere: it
+     * is this user's 0600 file until it is hashed, then stamped as this sha256 (issue 44), so under another name
+     * or half-written it is never served; issue 44 item 7: a member's tmp/ no longer denies every copy */
     char rec[96], tname[128], hex[65];
     char *opath = NULL;
     snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
@@ -1114,9 +1110,8 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
                             "private cache (mode 0700) on this file system, or one that has user extended "
                             "attributes (ext4, XFS, btrfs, tmpfs)", at->dpath, f->sha256, why);
         }
-        if (st.st_uid == c->uid && fstat(at->dir, &dst) == 0 && !hfs3_serve_dir_refusal(&dst, c->uid))
-            again = 1;
-        else
+        again = st.st_uid == c->uid && fstat(at->dir, &dst) == 0 && !hfs3_serve_dir_refusal(&dst, c->uid);
+        if (!again)
             rc = 2;
     }
     if (rc == 1 && (again || hfs3_unflushed_state(c, at->rec, st.st_uid) == 2)) {

@@ -15,6 +15,7 @@
 #      copied into A's own cblobs/ online.
 #   6. B (owner of blobs/) puts A's unflushed s1 under A's unflushed s2's name before A's flush: the flush stamps
 #      only a file stamped as its record's name, so A never reads s1 as s2 after B moves it into A's cblobs/.
+#   7. (issue 44 item 7) B made tmp/ first and fetched the model: A, with the setting, reads every file.
 # STAMP_ONLY=1,3 runs only those parts. Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -239,5 +240,19 @@ as "$A" mkdir -m 3770 "$S/mounts/$KA/cblobs"
 as "$B" mv "$S/blobs/$s2" "$S/mounts/$KA/cblobs/$s2"
 a_reads_s2 "6 (offline)" HFS3_OFFLINE=1
 a_reads_s2 "6 (online)"
+fi
+
+# ---- 7. B made tmp/ first and fetched the model: A (with the setting) reads every file ----
+if only 7; then
+new_cache btmp2 tmp
+for f in config.json s1.safetensors; do
+  shim "$B" "$R" -- cat /models/st/$f
+  [ "$st" = 0 ] || { cat "$WORK/shim.err" >&2; fail "7: B's read of $f"; }
+done
+for f in config.json s1.safetensors s2.safetensors; do
+  shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 -- cat /models/st/$f
+  [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/$f" || { cat "$WORK/shim.err" >&2; fail "7: A's read of $f through B's tmp/ (exit $st)"; }
+done
+ok "7: B made tmp/ and fetched first: A reads every file (its own copies and downloads, stamped)"
 fi
 echo "all ok"
