@@ -72,8 +72,8 @@ static uint64_t fs_total(const hfs3_cache *c)
 static uint64_t fs_avail(const hfs3_cache *c)
 {
     struct statvfs v;
-    if (fstatvfs(c->fd, &v) < 0)
-        return UINT64_MAX; /* unknown: let the write itself fail */
+    if (fstatvfs(c->fd, &v) < 0 || v.f_blocks == 0)
+        return UINT64_MAX; /* unknown (ramfs reports no blocks at all): let the write itself fail */
     return (uint64_t)(geteuid() == 0 ? v.f_bfree : v.f_bavail) * v.f_frsize;
 }
 

@@ -16,6 +16,8 @@
 #   6. B (owner of blobs/) puts A's unflushed s1 under A's unflushed s2's name before A's flush: the flush stamps
 #      only a file stamped as its record's name, so A never reads s1 as s2 after B moves it into A's cblobs/.
 #   7. (issue 44 item 7) B made tmp/ first and fetched the model: A, with the setting, reads every file.
+#   8. A file system without user extended attributes (a ramfs the test mounts; skipped where it cannot): a
+#      private cache serves under the setting, a shared one refuses with one line.
 # STAMP_ONLY=1,3 runs only those parts. Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -254,5 +256,35 @@ for f in config.json s1.safetensors s2.safetensors; do
   [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/$f" || { cat "$WORK/shim.err" >&2; fail "7: A's read of $f through B's tmp/ (exit $st)"; }
 done
 ok "7: B made tmp/ and fetched first: A reads every file (its own copies and downloads, stamped)"
+fi
+
+# ---- 8. a file system without user extended attributes (ramfs): no stamp to read. A private cache (0700) still
+#      serves; a shared one serves nothing under the setting (one line), never wrong bytes ----
+if only 8; then
+RF=$WORK/rf
+mkdir -p "$RF"
+if ! mount -t ramfs none "$RF" 2>/dev/null; then
+  echo "SKIP noxattr: cannot mount a ramfs here (no CAP_SYS_ADMIN): the no-xattr fallback is not tested"
+else
+  trap 'umount "$RF" 2>/dev/null || true; stop_proxies; s3env_stop' EXIT
+  chmod 0755 "$RF"
+  mkdir -m 0700 "$RF/priv"; chown "$A:$G" "$RF/priv"
+  export HFS3_CACHE_DIR=$RF/priv
+  for i in 1 2; do
+    shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 -- cat /models/st/s1.safetensors
+    [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/s1.safetensors" || { cat "$WORK/shim.err" >&2; fail "8: a private cache on ramfs (run $i): exit $st"; }
+  done
+  ok "8: a private cache on a file system without user xattrs: served (its directories nobody else can write)"
+  S=$RF/shared
+  mkdir "$S"; chgrp "$G" "$S"; chmod 03770 "$S"
+  export HFS3_CACHE_DIR=$S
+  shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 -- cat /models/st/s1.safetensors
+  [ "$st" != 0 ] && grep -q "extended attributes" "$WORK/shim.err" || { cat "$WORK/shim.err" >&2; fail "8: a shared cache on ramfs: exit $st, no line naming the missing extended attributes"; }
+  ok "8: a shared cache on a file system without user xattrs: nothing served under the setting: $(grep -m1 'extended attributes' "$WORK/shim.err" | cut -c1-220)"
+  shim "$A" "$R" -- cat /models/st/s1.safetensors
+  [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/s1.safetensors" || { cat "$WORK/shim.err" >&2; fail "8: without the setting: exit $st"; }
+  ok "8: the same cache without the setting: served"
+  umount "$RF"
+fi
 fi
 echo "all ok"
