@@ -138,6 +138,9 @@ as "$A" mkdir -m 3770 "$S/mounts/$KA/cblobs"
 as "$B" mv "$S/blobs/$s1" "$S/mounts/$KA/cblobs/$s2"
 a_reads_s2 "2 (offline)" HFS3_OFFLINE=1
 a_reads_s2 "2 (online)"
+records_gone
+[ -f "$S/mounts/$KA/cblobs/$s2" ] && [ ! -e "$S/blobs/$s2" ] || fail "2: A's own s2 was promoted into B's blobs/ under the setting"
+a_reads_s2 "2 (after the flush, which keeps A's s2 out of B's blobs/)"
 fi
 
 # ---- 3. B made tmp/: B renames A's .part of s1 (downloading) into A's own cblobs/ as s2 ----
