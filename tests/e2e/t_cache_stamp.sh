@@ -18,6 +18,7 @@
 #   7. (issue 44 item 7) B made tmp/ first and fetched the model: A, with the setting, reads every file.
 #   8. A file system without user extended attributes (a ramfs the test mounts; skipped where it cannot): a
 #      private cache serves under the setting, a shared one refuses with one line.
+#   9. (issue 44 item 6) B's FIFO, 0600 file, directory or symlink at locks/<sha>.pin.lock: A's gc still evicts it.
 # STAMP_ONLY=1,3 runs only those parts. Needs root and setpriv; exits 77 with "SKIP: ..." otherwise.
 set -euo pipefail
 source "$HFS3_ROOT/scripts/s3env.sh"
@@ -289,5 +290,27 @@ else
   ok "8: the same cache without the setting: served"
   umount "$RF"
 fi
+fi
+
+# ---- 9. (issue 44 item 6) B's inode at locks/<sha>.pin.lock: A's blob can still be evicted ----
+if only 9; then
+new_cache pin
+for kind in fifo file dir symlink; do
+  as "$A" env HFS3_VERIFY=whole "$HFS3_BIN" _get "$R" s1.safetensors >/dev/null 2>&1 || fail "9: A's _get"
+  records_gone
+  [ "$(stat -c %u "$S/blobs/$s1")" = "$A" ] || fail "9: test setup: A's blob"
+  p=$S/locks/$s1.pin.lock
+  rm -rf "$p"
+  case $kind in
+    fifo) as "$B" mkfifo -m 0600 "$p" ;;
+    file) as "$B" bash -c "umask 077; : >'$p'" ;;
+    dir) as "$B" mkdir -m 0700 "$p" ;;
+    symlink) as "$B" ln -s /nonexistent "$p" ;;
+  esac
+  set +e; as "$A" "$HFS3_BIN" cache gc --max 0 >"$WORK/out" 2>"$WORK/err"; st=$?; set -e
+  [ ! -e "$S/blobs/$s1" ] || { cat "$WORK/err" >&2; fail "9: B's $kind at the pin: A's blob was not evicted (exit $st)"; }
+  as "$B" rm -rf "$p"
+done
+ok "9: B's FIFO, 0600 file, directory or symlink at locks/<sha>.pin.lock: A's gc still evicts A's blob"
 fi
 echo "all ok"
