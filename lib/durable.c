@@ -83,6 +83,13 @@ int hfs3_stamp_set(int fd, const char *what, int flushed)
     return rc;
 }
 
+int hfs3_unflushed_trusted(const hfs3_cache *c, uid_t uid)
+{
+    struct stat st;
+    return fstat(c->unflushed, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_uid == uid || st.st_uid == 0) &&
+           !(st.st_mode & S_IWOTH) && (!(st.st_mode & S_IWGRP) || (st.st_mode & S_ISVTX));
+}
+
 int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
 {
     char id[37], line[64];
@@ -286,9 +293,11 @@ static int blobs_serves(const hfs3_cache *c, const char *sha, uid_t uid, uint64_
     int fd = openat(c->blobs, sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return 0;
+    int state = HFS3_STAMP_OK;
     int ok = fstat(fd, &b) == 0 && fstat(c->blobs, &d) == 0 && !hfs3_serve_dir_refusal(&d, uid) &&
              !hfs3_serve_refusal(&b, uid, size) &&
-             !hfs3_stamp_refusal(fd, &d, sha, NULL, hfs3_boot_id(boot) == 0 ? boot : NULL, NULL);
+             (!hfs3_stamp_refusal(fd, &d, sha, NULL, hfs3_boot_id(boot) == 0 ? boot : NULL, &state) ||
+              (state == HFS3_STAMP_BOOT && hfs3_unflushed_trusted(c, uid)));
     close(fd);
     return ok;
 }
@@ -311,7 +320,10 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd, const
         return 0;
     /* hashed whole, and flushed: stamped as the sha256 (include/hfs3/serve.h) before any other mount may read it;
      * one that cannot be stamped stays its mount's own */
-    int sr = hfs3_stamp_set(fd, sha, 1);
+    char boot[37];
+    int sr = hfs3_boot_id(boot) == 0 && hfs3_stamp_check(fd, sha, NULL, boot) == HFS3_STAMP_OK
+                 ? 0 /* stamped whole already (a copy): its stamp stands, and no write bit shows */
+                 : hfs3_stamp_set(fd, sha, 1);
     if (sr < 0 && sr != -ENOTSUP)
         return -1;
     /* HFS3_VERIFY_FOREIGN=1: never into a blobs/ its owner may not be served from (a member made it first: its
@@ -473,15 +485,8 @@ static int flush_one(void *ud, const char *name)
                  * file again): that record is the new file's, left to the next flush */
                 r = same_file(c->unflushed, name, rfd) && fstatat(dir, sha, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
                             errno == ENOENT ? 0 : -1;
-            else if (!chunked) {
-                r = 0;
-                /* on disk now: its stamp loses the boot id, when it is this very blob's of this boot (a stamp
-                 * says what its verifier checked: never written for a file verified as another name) */
-                char boot[37];
-                if (st.st_uid == c->uid && hfs3_boot_id(boot) == 0 &&
-                    hfs3_stamp_check(fd, sha, NULL, boot) == HFS3_STAMP_OK)
-                    (void)hfs3_stamp_set(fd, sha, 1);
-            }
+            else if (!chunked)
+                r = 0; /* (its stamp keeps its boot id: the record gone from a trusted unflushed/ says flushed) */
             else if (known_bad)
                 r = drop_mismatch(c, dir, sha);
             else if (st.st_uid != c->uid)

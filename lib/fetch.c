@@ -922,7 +922,8 @@ static const char *serve_refusal(const hfs3_cache *c, const blob_at *at, const s
 /* serve.h's stamp rule for the file open as fd at at->dir/<sha>: NULL when it was verified as that name (from
  * cblobs/, by that mount's chunk digests also), and is on disk or in this boot's page cache; else why, with
  * hfs3_stamp_check's answer in *state. */
-static const char *stamp_refusal(const blob_at *at, int fd, const char *sha, int *state)
+static const char *stamp_refusal(const hfs3_cache *c, const blob_at *at, int fd, const char *sha, uid_t owner,
+                                 int *state)
 {
     struct stat dst;
     char boot[37];
@@ -930,7 +931,12 @@ static const char *stamp_refusal(const blob_at *at, int fd, const char *sha, int
     if (fstat(at->dir, &dst) < 0)
         return "its directory cannot be checked";
     const char *key = at->rec[64] == '.' ? at->rec + 66 : NULL;
-    return hfs3_stamp_refusal(fd, &dst, sha, key, hfs3_boot_id(boot) == 0 ? boot : NULL, state);
+    const char *why = hfs3_stamp_refusal(fd, &dst, sha, key, hfs3_boot_id(boot) == 0 ? boot : NULL, state);
+    /* installed under another boot: on disk unless its record says otherwise, where nobody but its owner or root
+     * can have removed that record (the record's check below, hfs3_unflushed_state, decides then) */
+    if (why && *state == HFS3_STAMP_BOOT && hfs3_unflushed_trusted(c, owner))
+        why = NULL;
+    return why;
 }
 
 /* Copies size bytes of src into the new, empty dst: a reflink where the file system shares extents (no disk
@@ -1097,7 +1103,7 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
             rc = hfs3_err(-EPERM, "cache: %s/%s: %s; refusing it (HFS3_VERIFY_FOREIGN=1)", at->dpath, f->sha256, why);
         else
             rc = 2;
-    } else if (c->verify_foreign && (why = stamp_refusal(at, fd, f->sha256, &stamp)) != NULL) {
+    } else if (c->verify_foreign && (why = stamp_refusal(c, at, fd, f->sha256, st.st_uid, &stamp)) != NULL) {
         /* not stamped as verified as this name (serve.h; issue 44: the owner of a directory it passed through
          * can rename a verified file under another name of the same size). This user's own file in a directory
          * of its own or root's is hashed again below, under the lock, and stamped (a cache of an older version)

@@ -352,6 +352,17 @@ int sh_may_serve_as(int fd, const struct stat *dir, unsigned long long size, con
     if (!why)
         why = !hex ? "no name to check its stamp against"
                    : hfs3_stamp_refusal(fd, dir, hex, key, sh_boot_id(boot) == 0 ? boot : NULL, &stamp);
+    /* installed under another boot: on disk unless its record (record_ok, the caller's) says otherwise, where
+     * nobody but the file's owner or root can have removed that record: unflushed/ theirs, sticky (lib/durable.c
+     * hfs3_unflushed_trusted); a member's unflushed/ could have lost a crash's record (issue 44 item 4) */
+    struct stat us;
+    SH_SCRATCH(t);
+    if (why && stamp == HFS3_STAMP_BOOT && (size_t)snprintf(t->a, SH_SCR, "%s/unflushed", sh_cache) < SH_SCR &&
+        sh_r.lstat(t->a, &us) == 0 && S_ISDIR(us.st_mode) && (us.st_uid == st.st_uid || us.st_uid == 0) &&
+        !(us.st_mode & S_IWOTH) && (!(us.st_mode & S_IWGRP) || (us.st_mode & S_ISVTX))) {
+        why = NULL;
+        stamp = HFS3_STAMP_OK;
+    }
     if (why && again && stamp != HFS3_STAMP_OK && stamp != HFS3_STAMP_UNSUP && st.st_uid == me)
         *again = 1;
     if (!why)

@@ -33,6 +33,11 @@ int hfs3_boot_id(char out[37]);
  * user extended attributes: nothing to stamp), or another -errno (logged at debug). */
 int hfs3_stamp_set(int fd, const char *what, int flushed);
 
+/* 1 when unflushed/ is a directory nobody but uid or root can remove another's record from (theirs, sticky when
+ * group-writable): then a record's absence says the blob is on disk, and a stamp's boot id (serve.h) need not be
+ * this boot's. A member's unflushed/ (it made it first) could have removed a crash's record (issue 44 item 4). */
+int hfs3_unflushed_trusted(const hfs3_cache *c, uid_t uid);
+
 /* Records blob `name` (of size bytes) as unflushed, with this boot's id: "<boot id>\n<size>\n", written, fsynced,
  * and unflushed/ fsynced. Must succeed before the blob is renamed into blobs/ without a flush. 0 or -errno with a
  * message. */

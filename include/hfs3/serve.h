@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -86,6 +87,12 @@ static inline int hfs3_stamp_check(int fd, const char *hex, const char *key, con
     int e = errno;
     /* the raw system call: the shim exports its own fgetxattr (shim/wrap.c), which a call from inside it reaches */
     long n = syscall(SYS_fgetxattr, fd, HFS3_STAMP_XATTR, v, sizeof v - 1);
+    if (n < 0 && errno == EBADF) {
+        /* an O_PATH descriptor (the shim's path_of_blob): the same inode through its /proc/self/fd link */
+        char p[40];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        n = syscall(SYS_getxattr, p, HFS3_STAMP_XATTR, v, sizeof v - 1);
+    }
     int unsup = n < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP);
     errno = e;
     if (n < 0)

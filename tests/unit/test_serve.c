@@ -104,6 +104,12 @@ static void stamp_rule(void)
 #define STAMP(s) CHECK(fsetxattr(fd, HFS3_STAMP_XATTR, s, strlen(s), 0) == 0)
     STAMP(h1);
     CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_OK);            /* hashed whole: blobs/ */
+    char fdp[40];
+    snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+    int pfd = open(fdp, O_PATH | O_CLOEXEC);                                 /* the shim's O_PATH serve */
+    CHECK(pfd >= 0 && hfs3_stamp_check(pfd, h1, NULL, boot) == HFS3_STAMP_OK);
+    if (pfd >= 0)
+        close(pfd);
     CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdef", boot) == HFS3_STAMP_OK); /* and any mount's cblobs/ */
     CHECK(hfs3_stamp_check(fd, h2, NULL, boot) == HFS3_STAMP_OTHER);         /* moved under another name */
     CHECK(hfs3_stamp_refusal(fd, &open_dir, h1, NULL, boot, NULL) == NULL);
