@@ -64,10 +64,10 @@ static inline const char *hfs3_serve_dir_refusal(const struct stat *st, uid_t me
  * no write bit, only its owner, who can chmod it, or root can change it; the rule above serves only files of the
  * user's own or root's). Its value: "<sha256>" (hashed whole: served under that name anywhere), or
  * "<sha256>.m<mount key>" (checked by that mount's chunk digests only: served only from that mount's cblobs/),
- * followed by " <boot id>" while the file is not known to be on disk (installed before its flush: under
- * another boot a crash may have torn it, and it is verified again). The flush writes it again without the boot
- * id once the bytes are on disk. docs/security.md ("The rule") and docs/internals.md ("Which descriptor is
- * served") say why. */
+ * followed by " <boot id>" when it was installed before its flush: under another boot it passes only where
+ * unflushed/ is the owner's or root's (then the record of a crash is still there to say so: lib/durable.c
+ * hfs3_unflushed_trusted), else it is verified again. docs/security.md and docs/internals.md ("Which descriptor
+ * is served") say why. */
 #define HFS3_STAMP_XATTR "user.hfs3.verified"
 
 enum {
