@@ -228,6 +228,7 @@ shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 HFS3_OFFLINE=1 -- cat /models/st/s2.safeten
 [ "$st" != 0 ] || cmp -s "$WORK/shim.out" "$WORK/m/s2.safetensors" || fail "5: other bytes (offline)"
 shim "$A" "$R" HFS3_VERIFY_FOREIGN=1 -- cat /models/st/s2.safetensors
 [ "$st" = 0 ] && cmp -s "$WORK/shim.out" "$WORK/m/s2.safetensors" || { cat "$WORK/shim.err" >&2; fail "5: root's unstamped blob: exit $st"; }
+records_gone   # (the flush keeps the copy: root's blob beside it is not stamped)
 [ -f "$S/mounts/$KA/cblobs/$s2" ] && [ "$(stat -c %u "$S/mounts/$KA/cblobs/$s2")" = "$A" ] || fail "5: no copy of A's own of root's unstamped blob"
 ok "5: root's unstamped blob: A's own copy, hashed and stamped, is served"
 fi
