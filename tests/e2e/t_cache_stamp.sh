@@ -14,7 +14,7 @@
 #   5. A cache of an older version (no stamps): A's own blob is hashed again and stamped, offline too; root's is
 #      copied into A's own cblobs/ online.
 #   6. B (owner of blobs/) puts A's unflushed s1 under A's unflushed s2's name before A's flush: the flush stamps
-#      only a file stamped as its record's name, so A never reads s1 as s2 after B moves it into A's cblobs/.
+#      nothing it did not hash itself, so A never reads s1 as s2 after B moves it into A's cblobs/.
 #   7. (issue 44 item 7) B made tmp/ first and fetched the model: A, with the setting, reads every file.
 #   8. A file system without user extended attributes (a ramfs the test mounts; skipped where it cannot): a
 #      private cache serves under the setting, a shared one refuses with one line.
