@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +54,40 @@ int hfs3_boot_id(char out[37])
         return n < 0 ? -e : -EIO;
     out[36] = 0;
     return 0;
+}
+
+int hfs3_stamp_set(int fd, const char *what, int flushed)
+{
+    char v[160], id[37];
+    if (flushed)
+        snprintf(v, sizeof v, "%s", what);
+    else if (hfs3_boot_id(id) == 0)
+        snprintf(v, sizeof v, "%s %s", what, id);
+    else
+        return -EIO;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    /* a user. attribute needs write permission: the owner's write bit for the moment of the fsetxattr (a reader
+     * refuses the file meanwhile, and comes back under its lock, which the caller holds) */
+    int wbit = !(st.st_mode & S_IWUSR) && st.st_uid == geteuid();
+    if (wbit && fchmod(fd, (st.st_mode & 07777) | S_IWUSR) < 0)
+        return -errno;
+    int rc = fsetxattr(fd, HFS3_STAMP_XATTR, v, strlen(v), 0) < 0 ? -errno : 0;
+    if (wbit && fchmod(fd, st.st_mode & 07777) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == -EOPNOTSUPP)
+        rc = -ENOTSUP;
+    if (rc < 0 && rc != -ENOTSUP)
+        hfs3_debug("stamping a verified file as %s: %s", what, strerror(-rc));
+    return rc;
+}
+
+int hfs3_unflushed_trusted(const hfs3_cache *c, uid_t uid)
+{
+    struct stat st;
+    return fstat(c->unflushed, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_uid == uid || st.st_uid == 0) &&
+           !(st.st_mode & S_IWOTH) && (!(st.st_mode & S_IWGRP) || (st.st_mode & S_ISVTX));
 }
 
 int hfs3_unflushed_mark(const hfs3_cache *c, const char *name, uint64_t size)
@@ -249,6 +284,24 @@ static int hash_promotion(int fd, char hex[65])
     return hfs3_sha256_fd(fd, hex, NULL);
 }
 
+/* 1 when blobs/<sha> may be served as it is to uid (include/hfs3/serve.h): the file's rule, and its stamp (issue
+ * 44: root's blob of an older version has none, and the copy is what its owner reads then). */
+static int blobs_serves(const hfs3_cache *c, const char *sha, uid_t uid, uint64_t size)
+{
+    struct stat b, d;
+    char boot[37];
+    int fd = openat(c->blobs, sha, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int state = HFS3_STAMP_OK;
+    int ok = fstat(fd, &b) == 0 && fstat(c->blobs, &d) == 0 && !hfs3_serve_dir_refusal(&d, uid) &&
+             !hfs3_serve_refusal(&b, uid, size) &&
+             (!hfs3_stamp_refusal(fd, &d, sha, NULL, hfs3_boot_id(boot) == 0 ? boot : NULL, &state) ||
+              (state == HFS3_STAMP_BOOT && hfs3_unflushed_trusted(c, uid)));
+    close(fd);
+    return ok;
+}
+
 /* A chunk-checked blob, flushed, enters blobs/ once its whole-file sha256 matches: then every manifest with
  * that sha256 may use it (and gc counts it); an open about to read it from cblobs/ finds it gone and looks
  * again (shim/open.c). Under the blob's lock; fd is cblobs/<sha> open, hex its whole-file sha256 (hashed before
@@ -265,14 +318,25 @@ static int promote(const hfs3_cache *c, int cdir, const char *sha, int fd, const
     /* the name must still be the file that was hashed (a member's own file could have been swapped) */
     if (fstatat(cdir, sha, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return 0;
+    /* hashed whole, and flushed: stamped as the sha256 (include/hfs3/serve.h) before any other mount may read it;
+     * one that cannot be stamped stays its mount's own */
+    char boot[37];
+    int sr = hfs3_boot_id(boot) == 0 && hfs3_stamp_check(fd, sha, NULL, boot) == HFS3_STAMP_OK
+                 ? 0 /* stamped whole already (a copy): its stamp stands, and no write bit shows */
+                 : hfs3_stamp_set(fd, sha, 1);
+    if (sr < 0 && sr != -ENOTSUP)
+        return -1;
+    /* HFS3_VERIFY_FOREIGN=1: never into a blobs/ its owner may not be served from (a member made it first: its
+     * owner can rename anything out of it); the copy stays its mount's own */
+    if (c->verify_foreign && (fstat(c->blobs, &b) < 0 || hfs3_serve_dir_refusal(&b, a.st_uid)))
+        return 0;
     int r = renameat2(cdir, sha, c->blobs, sha, RENAME_NOREPLACE);
     if (r < 0 && errno == EEXIST) {
         /* blobs/<sha> is there already: under HFS3_VERIFY_FOREIGN=1 the copy goes only when that one may be
          * served to the copy's owner (include/hfs3/serve.h). A member's file planted there while the copy was
          * fetched, or one a member could rewrite, is never served then: the copy is what its owner reads.
          * (Without the setting members are trusted, and one file is enough.) */
-        if (!c->verify_foreign ||
-            (fstatat(c->blobs, sha, &b, AT_SYMLINK_NOFOLLOW) == 0 && !hfs3_serve_refusal(&b, a.st_uid, (uint64_t)a.st_size)))
+        if (!c->verify_foreign || blobs_serves(c, sha, a.st_uid, (uint64_t)a.st_size))
             unlinkat(cdir, sha, 0);
         return 0;
     }
@@ -422,7 +486,7 @@ static int flush_one(void *ud, const char *name)
                 r = same_file(c->unflushed, name, rfd) && fstatat(dir, sha, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
                             errno == ENOENT ? 0 : -1;
             else if (!chunked)
-                r = 0;
+                r = 0; /* (its stamp keeps its boot id: the record gone from a trusted unflushed/ says flushed) */
             else if (known_bad)
                 r = drop_mismatch(c, dir, sha);
             else if (st.st_uid != c->uid)

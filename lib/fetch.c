@@ -1016,6 +1016,12 @@ static int install_blob(const hfs3_cache *c, const blob_at *at, int fd, const ch
         hfs3_debug("%s; flushing %s before its install instead", hfs3_errmsg(), sha);
         sync = 1;
     }
+    /* what it was verified as, on the inode (include/hfs3/serve.h), while it is still this user's 0600 temp file:
+     * hashed whole, the name anywhere; checked by a mount's chunk digests, that mount's cblobs/ name only. With
+     * this boot's id until it is flushed (durable.h): a crash may tear it, whoever removes its record */
+    int st = hfs3_stamp_set(fd, at->chunked ? at->rec : sha, sync);
+    if (st < 0 && st != -ENOTSUP)
+        return hfs3_err(st, "%s/%s: cannot stamp it as verified (%s)", c->p_tmp, part, strerror(-st));
     if (fchmod(fd, c->blob_mode) < 0 || (sync && fsync(fd) < 0) || fstat(fd, &a) < 0)
         return hfs3_err(-errno, "%s/%s: %s", c->p_tmp, part, strerror(errno));
     if (unflushed)
@@ -1070,6 +1076,26 @@ static const char *serve_refusal(const hfs3_cache *c, const blob_at *at, const s
         return "its directory cannot be checked";
     const char *why = hfs3_serve_dir_refusal(&dst, c->uid);
     return why ? why : hfs3_serve_refusal(st, c->uid, size);
+}
+
+/* serve.h's stamp rule for the file open as fd at at->dir/<sha>: NULL when it was verified as that name (from
+ * cblobs/, by that mount's chunk digests also), and is on disk or in this boot's page cache; else why, with
+ * hfs3_stamp_check's answer in *state. */
+static const char *stamp_refusal(const hfs3_cache *c, const blob_at *at, int fd, const char *sha, uid_t owner,
+                                 int *state)
+{
+    struct stat dst;
+    char boot[37];
+    *state = HFS3_STAMP_OTHER;
+    if (fstat(at->dir, &dst) < 0)
+        return "its directory cannot be checked";
+    const char *key = at->rec[64] == '.' ? at->rec + 66 : NULL;
+    const char *why = hfs3_stamp_refusal(fd, &dst, sha, key, hfs3_boot_id(boot) == 0 ? boot : NULL, state);
+    /* installed under another boot: on disk unless its record says otherwise, where nobody but its owner or root
+     * can have removed that record (the record's check below, hfs3_unflushed_state, decides then) */
+    if (why && *state == HFS3_STAMP_BOOT && hfs3_unflushed_trusted(c, owner))
+        why = NULL;
+    return why;
 }
 
 /* Copies size bytes of src into the new, empty dst: a reflink where the file system shares extents (no disk
@@ -1127,17 +1153,13 @@ static _Thread_local int plant_rc;
  * Under the blob's lock. 1 (installed: the caller answers as for a cached blob), or an error with a message. */
 static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at *src, hfs3_fetch_result *res)
 {
-    struct stat st, tst = {0}, pst;
-    const char *why = NULL;
+    struct stat st, pst;
     if (!f->own)
         return hfs3_err(-EPERM, "cache: %s/%s is not yours to serve, HFS3_VERIFY_FOREIGN=1 serves only copies of "
                         "your own, and there is no mount to keep one in", src->dpath, f->sha256);
-    /* the copy passes through tmp/: a member who owned it could move it elsewhere under a blob's name */
-    if (fstat(c->tmp, &tst) < 0 || (why = hfs3_serve_dir_refusal(&tst, c->uid)) != NULL)
-        return hfs3_err(-EPERM, "cache: %s (owner uid %u, mode %04o): %s; under HFS3_VERIFY_FOREIGN=1 your files "
-                        "pass only through directories of yours or root's; refusing (ask root to chown it to the "
-                        "cache's owner)", c->p_tmp, (unsigned)tst.st_uid, (unsigned)(tst.st_mode & 07777),
-                        why ? why : strerror(errno));
+    /* the copy passes through tmp/, which a member may own (it made it first) and so rename the copy anywhere: it
+     * is this user's 0600 file until it is hashed, then stamped as this sha256 (issue 44), so under another name
+     * or half-written it is never served; issue 44 item 7: a member's tmp/ no longer denies every copy */
     char rec[96], tname[128], hex[65];
     char *opath = NULL;
     snprintf(rec, sizeof rec, "%s.m%s", f->sha256, f->own);
@@ -1176,7 +1198,8 @@ static int own_copy(const hfs3_cache *c, const hfs3_fetch_file *f, const blob_at
     else if (fstatat(odir, f->sha256, &pst, AT_SYMLINK_NOFOLLOW) == 0 && unlinkat(odir, f->sha256, 0) < 0)
         rc = hfs3_err(-errno, "cache: %s/%s is another user's and cannot be removed (%s); refusing (ask its owner "
                       "or root to remove it)", opath, f->sha256, strerror(errno));
-    else if ((rc = install_blob(c, &own, tfd, tname, f->sha256, hfs3_durable_sync(), &res->unflushed)) == 1)
+    else if ((rc = install_blob(c, &(blob_at){odir, opath, rec, 0}, tfd, tname, f->sha256, hfs3_durable_sync(),
+                                &res->unflushed)) == 1) /* (hashed whole: stamped as the sha256) */
         rc = hfs3_err(-EEXIST, "cache: %s/%s appeared while this user's copy was made; refusing it", opath,
                       f->sha256);
     if (rc < 0)
@@ -1206,7 +1229,8 @@ out:
 static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked, const blob_at *at)
 {
     struct stat st;
-    const char *why;
+    const char *why = NULL;
+    int stamp = HFS3_STAMP_OK, again = 0;
     int fd = hfs3_cache_openat(c, at->dir, f->sha256, O_RDONLY, &st, at->dpath);
     if (fd == -ENOENT)
         return 0;
@@ -1231,33 +1255,64 @@ static int blob_check(const hfs3_cache *c, const hfs3_fetch_file *f, int locked,
          * ours to remove or to trust, and the caller makes this user's own copy of it (own_copy) */
         struct stat dst;
         int in_own_dir = fstat(at->dir, &dst) == 0 && !hfs3_serve_dir_refusal(&dst, c->uid);
+        if (st.st_uid == c->uid && in_own_dir && !locked) {
+            close(fd);   /* (a flush of the user's stamps it: the owner's write bit for a moment, under the lock) */
+            return 0;
+        }
         if (st.st_uid == c->uid && in_own_dir)
             rc = hfs3_err(-EPERM, "cache: %s/%s: %s; refusing it (HFS3_VERIFY_FOREIGN=1)", at->dpath, f->sha256, why);
         else
             rc = 2;
+    } else if (c->verify_foreign && (why = stamp_refusal(c, at, fd, f->sha256, st.st_uid, &stamp)) != NULL) {
+        /* not stamped as verified as this name (serve.h; issue 44: the owner of a directory it passed through
+         * can rename a verified file under another name of the same size). This user's own file in a directory
+         * of its own or root's is hashed again below, under the lock, and stamped (a cache of an older version)
+         * or removed (another file's bytes); any other is copied (own_copy hashes the copy and stamps it). A
+         * file system without user extended attributes has no stamp to give: refused, one line */
+        struct stat dst;
+        if (stamp == HFS3_STAMP_UNSUP) {
+            close(fd);
+            return hfs3_err(-ENOTSUP, "cache: %s/%s: %s; HFS3_VERIFY_FOREIGN=1 serves nothing from it: use a "
+                            "private cache (mode 0700) on this file system, or one that has user extended "
+                            "attributes (ext4, XFS, btrfs, tmpfs)", at->dpath, f->sha256, why);
+        }
+        again = st.st_uid == c->uid && fstat(at->dir, &dst) == 0 && !hfs3_serve_dir_refusal(&dst, c->uid);
+        if (!again)
+            rc = 2;
     }
-    if (rc == 1 && hfs3_unflushed_state(c, at->rec, st.st_uid) == 2) {
+    if (rc == 1 && (again || hfs3_unflushed_state(c, at->rec, st.st_uid) == 2)) {
         if (!locked) {
             close(fd);
             return 0;
         }
-        hfs3_info("%s/%s was installed under another boot and not known to be on disk; verifying it again",
-                  at->dpath, f->sha256);
+        if (again)
+            hfs3_info("%s/%s: %s", at->dpath, f->sha256, why);
+        else
+            hfs3_info("%s/%s was installed under another boot and not known to be on disk; verifying it again",
+                      at->dpath, f->sha256);
         char hex[65];
         uint32_t bad = 0;
-        int v = at->chunked ? hfs3_fetch_check_chunks(fd, f->size, f->chunk_size, f->chunks, &bad)
-                            : hfs3_sha256_fd(fd, hex, NULL);
-        if (v == 0 && at->chunked && bad)
+        /* (a file verified again for its stamp is hashed whole: then it is stamped as the sha256) */
+        int bychunk = at->chunked && !again;
+        int v = bychunk ? hfs3_fetch_check_chunks(fd, f->size, f->chunk_size, f->chunks, &bad)
+                        : hfs3_sha256_fd(fd, hex, NULL);
+        if (v == 0 && bychunk && bad)
             v = hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, has %u chunk%s "
                          "not matching the manifest's digests (torn by a crash?); refusing it", at->dpath, f->sha256,
                          bad, bad == 1 ? "" : "s");
-        else if (v == 0 && !at->chunked && strcmp(hex, f->sha256) != 0)
-            v = hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, hashes to %s "
+        else if (v == 0 && !bychunk && strcmp(hex, f->sha256) != 0)
+            v = again ? hfs3_err(-EBADMSG, "cache: %s/%s (%s) hashes to %s; refusing it", at->dpath, f->sha256,
+                                 why, hex)
+                      : hfs3_err(-EBADMSG, "cache: %s/%s, installed under another boot and not flushed, hashes to %s "
                          "(torn by a crash?); refusing it", at->dpath, f->sha256, hex);
         else if (v < 0)
             v = hfs3_err(v, "reading %s/%s: %s", at->dpath, f->sha256, strerror(-v));
         else if ((v = hfs3_unflushed_settle(c, at->dir, at->rec, fd)) < 0)
             v = hfs3_err(v, "flushing %s/%s: %s", at->dpath, f->sha256, strerror(-v));
+        /* verified as this name again, and on disk: stamped so (a file of this user's; root's cannot be) */
+        else if (st.st_uid == c->uid && (v = hfs3_stamp_set(fd, bychunk ? at->rec : f->sha256, 1)) < 0)
+            v = v == -ENOTSUP ? 0 : hfs3_err(v, "%s/%s: cannot stamp it as verified (%s)", at->dpath, f->sha256,
+                                             strerror(-v));
         if (v < 0)
             rc = v;
     }

@@ -72,8 +72,8 @@ static uint64_t fs_total(const hfs3_cache *c)
 static uint64_t fs_avail(const hfs3_cache *c)
 {
     struct statvfs v;
-    if (fstatvfs(c->fd, &v) < 0)
-        return UINT64_MAX; /* unknown: let the write itself fail */
+    if (fstatvfs(c->fd, &v) < 0 || v.f_blocks == 0)
+        return UINT64_MAX; /* unknown (ramfs reports no blocks at all): let the write itself fail */
     return (uint64_t)(geteuid() == 0 ? v.f_bfree : v.f_bavail) * v.f_frsize;
 }
 
@@ -538,14 +538,19 @@ int hfs3_gc_unlink_unpinned(const hfs3_cache *c, int dir, const char *dpath, con
      * later takes the blob's lock, held by the caller, before it looks for the blob; `fetch`, which looks
      * first, finds a file removed that way in its check at the end */
     char pin[96];
-    struct stat st;
+    struct stat st = {.st_uid = c->uid};
     pin_name(pin, sizeof pin, sha);
     /* (fstatat first: a missing pin is the common case, and must not replace verify's message) */
     int rc, pfd = fstatat(c->locks, pin, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT
                       ? -ENOENT : hfs3_cache_openat(c, c->locks, pin, O_RDONLY, NULL, c->p_locks);
     if (pfd == -ENOENT)
         pfd = -1;
-    else if (pfd < 0)
+    else if (pfd < 0 && st.st_uid != c->uid) {
+        /* another user's inode this user cannot lock (a FIFO, a directory, a symlink, a 0600 file): no pin of this
+         * user's goes through it, and it must not keep the blob for good (issue 44 item 6) */
+        hfs3_debug("%s/%s is uid %u's and cannot be locked: not a pin", c->p_locks, pin, (unsigned)st.st_uid);
+        pfd = -1;
+    } else if (pfd < 0)
         return pfd;
     if (pfd >= 0 && flock(pfd, LOCK_EX | LOCK_NB) < 0) {
         rc = errno == EWOULDBLOCK ? hfs3_err(-EBUSY, "%s/%s is pinned: a process is opening it, or a fetch keeps "

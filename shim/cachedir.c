@@ -329,6 +329,14 @@ int sh_trusted_file(int fd, const char *what)
 
 int sh_may_serve(int fd, const struct stat *dir, unsigned long long size, const char *what, int level)
 {
+    return sh_may_serve_as(fd, dir, size, what, level, NULL, NULL, NULL);
+}
+
+int sh_may_serve_as(int fd, const struct stat *dir, unsigned long long size, const char *what, int level,
+                    const char *hex, const char *key, int *again)
+{
+    if (again)
+        *again = 0;
     if (!sh_verify_foreign)
         return sh_trusted_file(fd, what);
     struct stat st = {0};
@@ -338,6 +346,25 @@ int sh_may_serve(int fd, const struct stat *dir, unsigned long long size, const 
                                                  : hfs3_serve_dir_refusal(dir, me);
     if (!why)
         why = hfs3_serve_refusal(&st, me, size);
+    /* verified as this very name (issue 44): the stamp on the inode, read through the descriptor served */
+    char boot[37];
+    int stamp = HFS3_STAMP_OK;
+    if (!why)
+        why = !hex ? "no name to check its stamp against"
+                   : hfs3_stamp_refusal(fd, dir, hex, key, sh_boot_id(boot) == 0 ? boot : NULL, &stamp);
+    /* installed under another boot: on disk unless its record (record_ok, the caller's) says otherwise, where
+     * nobody but the file's owner or root can have removed that record: unflushed/ theirs, sticky (lib/durable.c
+     * hfs3_unflushed_trusted); a member's unflushed/ could have lost a crash's record (issue 44 item 4) */
+    struct stat us;
+    SH_SCRATCH(t);
+    if (why && stamp == HFS3_STAMP_BOOT && (size_t)snprintf(t->a, SH_SCR, "%s/unflushed", sh_cache) < SH_SCR &&
+        sh_r.lstat(t->a, &us) == 0 && S_ISDIR(us.st_mode) && (us.st_uid == st.st_uid || us.st_uid == 0) &&
+        !(us.st_mode & S_IWOTH) && (!(us.st_mode & S_IWGRP) || (us.st_mode & S_ISVTX))) {
+        why = NULL;
+        stamp = HFS3_STAMP_OK;
+    }
+    if (why && again && stamp != HFS3_STAMP_OK && stamp != HFS3_STAMP_UNSUP && st.st_uid == me)
+        *again = 1;
     if (!why)
         return 1;
     sh_log(level, "%s: %s (owner uid %u, mode %04o, %lu links): not served (HFS3_VERIFY_FOREIGN=1)", what, why,

@@ -85,6 +85,21 @@ static int record_ok(const char *rec, uid_t owner)
     return k == 36 && boot_id(id) == 0 && !memcmp(got, id, 36);
 }
 
+int sh_boot_id(char out[37])
+{
+    static char id[37];
+    static int have;   /* 1 read (the same 36 characters in every thread, a vfork child's too) */
+    if (!__atomic_load_n(&have, __ATOMIC_ACQUIRE)) {
+        char t[37];
+        if (boot_id(t) < 0)
+            return -1;
+        memcpy(id, t, 37);
+        __atomic_store_n(&have, 1, __ATOMIC_RELEASE);
+    }
+    memcpy(out, id, 37);
+    return 0;
+}
+
 struct blob_find {
     char *blob;        /* out: the path of the copy found (blobs/<hex> when none) */
     size_t n;
@@ -164,7 +179,8 @@ static int serve_open(const struct blob_find *f, int flags)
         if (fd < 0)
             continue;
         struct stat st;
-        if (sh_may_serve(fd, &dir, f->size, f->blob, 2) && sh_r.fstat(fd, &st) == 0 && record_ok(rec, st.st_uid))
+        if (sh_may_serve_as(fd, &dir, f->size, f->blob, 2, f->hex, i == 1 ? f->key : NULL, NULL) &&
+            sh_r.fstat(fd, &st) == 0 && record_ok(rec, st.st_uid))
             return fd;
         sh_r.close(fd);
     }
@@ -174,17 +190,19 @@ static int serve_open(const struct blob_find *f, int flags)
 /* HFS3_VERIFY_FOREIGN=1 and the copy at f->blob is there but may not be served as it is (a member's: the helper
  * makes this user's own copy of it). A look only, to choose what to do; what is served is decided again on the
  * descriptor (serve_open). */
-static int blob_foreign(const struct blob_find *f)
+static int blob_foreign(const struct blob_find *f, int *again)
 {
+    *again = 0;
     if (!sh_verify_foreign)
         return 0;
     struct stat dir;
     int fd = sh_cache_open_in(f->blob, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &dir);
     if (fd < 0)
         return errno != ENOENT;
-    int bad = !sh_may_serve(fd, &dir, f->size, f->blob, 2);
+    int bad = !sh_may_serve_as(fd, &dir, f->size, f->blob, 2, f->hex, strstr(f->blob, "/cblobs/") ? f->key : NULL,
+                               again);
     sh_r.close(fd);
-    return bad;
+    return bad && !*again;
 }
 
 /* Done waiting: a usable copy is there; with HFS3_VERIFY_FOREIGN=1 one that may be served (a member's, which
@@ -234,9 +252,9 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     if (sh_join(blob, n, sh_cache, "/mounts/", m->key, "/cblobs/", hex) >= n)
         return -ENAMETOOLONG;
     struct blob_find bf = {blob, n, hex, m->key, (unsigned long long)m->ents[e].size};
-    int found = find_blob(&bf);
-    int foreign = found && blob_foreign(&bf);
-    if (!force && !foreign && found)
+    int again = 0, found = find_blob(&bf);
+    int foreign = found && blob_foreign(&bf, &again);
+    if (!force && !foreign && !again && found)
         return 0;
     if (sh_offline) {
         if (foreign) {
@@ -244,7 +262,8 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
                    "verified, not read", m->path, sh_epath(m, e));
             return -EIO;
         }
-        if (found)
+        /* (a copy of this user's own not stamped as verified as this name: the helper hashes it, offline too) */
+        if (found && !again)
             return 0;
         /* a copy from before the last restart (its record holds another boot id): the helper's _get hashes it
          * again, which needs no network. Nothing there, or a read-only cache (no record can be written): EIO */
@@ -298,6 +317,10 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
     /* HFS3_VERIFY_FOREIGN=1: done when a copy that may be served is there now (serve_open decides again on the
      * descriptor it returns), whatever the helper said */
     int have = sh_verify_foreign ? blob_there(&bf) : find_blob(&bf);
+    /* the detached flush may hold a stamped file's owner write bit for a moment (lib/durable.c hfs3_stamp_set,
+     * under the blob's lock) just as this look ran, after the lock was let go: one more look, under the lock */
+    if (sh_verify_foreign && !have && rc == 0 && (rc = sh_run_locked(&j)) == 0)
+        have = blob_there(&bf);
     if (sh_verify_foreign)
         foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))

@@ -455,6 +455,14 @@ int sh_trusted_file(int fd, const char *what);
  * (the helper's blob check applies the same), otherwise sh_trusted_file's. One fstat of fd. 1 yes; 0 no, with
  * one log line at level (sh_trusted_file's refusals always at 0). */
 int sh_may_serve(int fd, const struct stat *dir, unsigned long long size, const char *what, int level);
+/* sh_may_serve under HFS3_VERIFY_FOREIGN=1 for the copy of content hex (64 hex digits) in blobs/ (key NULL) or in
+ * the cblobs/ of the mount with key: the file must also be stamped as verified as that name (serve.h's
+ * hfs3_stamp_refusal; issue 44). *again (may be NULL): set to 1 when only the stamp fails and the file is the
+ * user's own in a directory of its own or root's, which the helper's _get verifies again (no network needed). */
+int sh_may_serve_as(int fd, const struct stat *dir, unsigned long long size, const char *what, int level,
+                    const char *hex, const char *key, int *again);
+/* This boot's id (36 characters + NUL; HFS3_TEST_BOOT_ID in tests), read once per process: 0, or -1. */
+int sh_boot_id(char out[37]);
 gid_t sh_cache_gid(void);   /* the cache directory's group (a shared cache's members) */
 /* 1 once sh_cache_ready took a cache on a read-only file system (HFS3_OFFLINE=1 only): nothing is written to it,
  * no helper is started (sh_run_locked gives -EROFS), what is cached is read. */

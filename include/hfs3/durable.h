@@ -26,6 +26,18 @@ int hfs3_durable_sync(void);
  * left unflushed: callers flush before the install). */
 int hfs3_boot_id(char out[37]);
 
+/* Stamps the file open as fd as verified (include/hfs3/serve.h, HFS3_STAMP_XATTR): what ("<sha256>" hashed whole,
+ * "<sha256>.m<key>" checked by that mount's chunk digests), followed by this boot's id unless flushed (the bytes
+ * are on disk). The file must be this process's own (or root's, as root). A file without its owner's write bit
+ * gets it for the moment of the fsetxattr: the caller holds the blob's lock. 0, -ENOTSUP (the file system has no
+ * user extended attributes: nothing to stamp), or another -errno (logged at debug). */
+int hfs3_stamp_set(int fd, const char *what, int flushed);
+
+/* 1 when unflushed/ is a directory nobody but uid or root can remove another's record from (theirs, sticky when
+ * group-writable): then a record's absence says the blob is on disk, and a stamp's boot id (serve.h) need not be
+ * this boot's. A member's unflushed/ (it made it first) could have removed a crash's record (issue 44 item 4). */
+int hfs3_unflushed_trusted(const hfs3_cache *c, uid_t uid);
+
 /* Records blob `name` (of size bytes) as unflushed, with this boot's id: "<boot id>\n<size>\n", written, fsynced,
  * and unflushed/ fsynced. Must succeed before the blob is renamed into blobs/ without a flush. 0 or -errno with a
  * message. */

@@ -5,6 +5,14 @@
 
 #include "hfs3/serve.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
 #define ME 64101
 #define OTHER 64102
 
@@ -71,9 +79,66 @@ static void dir_rule(void)
     CHECK(hfs3_serve_dir_refusal(&d, ME) != NULL);
 }
 
+/* issue 44: the stamp (user.hfs3.verified) says what a file was verified as; on a real file in /tmp */
+static void stamp_rule(void)
+{
+    const char *h1 = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *h2 = "2222222222222222222222222222222222222222222222222222222222222222";
+    const char *boot = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", *other = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+    char path[] = "/tmp/hfs3-stamp-XXXXXX", v[160];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unlink(path);
+    struct stat open_dir = dir(ME, 03770), own_dir = dir(ME, 0700);
+    if (fsetxattr(fd, HFS3_STAMP_XATTR, "x", 1, 0) < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP)) {
+        /* no user xattrs here: only a directory nobody else can write passes */
+        CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_UNSUP);
+        CHECK(hfs3_stamp_refusal(fd, &open_dir, h1, NULL, boot, NULL) != NULL);
+        CHECK(hfs3_stamp_refusal(fd, &own_dir, h1, NULL, boot, NULL) == NULL);
+        close(fd);
+        return;
+    }
+    fremovexattr(fd, HFS3_STAMP_XATTR);
+    CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_NONE);          /* an older version's file */
+    CHECK(hfs3_stamp_refusal(fd, &own_dir, h1, NULL, boot, NULL) != NULL);
+#define STAMP(s) CHECK(fsetxattr(fd, HFS3_STAMP_XATTR, s, strlen(s), 0) == 0)
+    STAMP(h1);
+    CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_OK);            /* hashed whole: blobs/ */
+    char fdp[40];
+    snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+    int pfd = open(fdp, O_PATH | O_CLOEXEC);                                 /* the shim's O_PATH serve */
+    CHECK(pfd >= 0 && hfs3_stamp_check(pfd, h1, NULL, boot) == HFS3_STAMP_OK);
+    if (pfd >= 0)
+        close(pfd);
+    CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdef", boot) == HFS3_STAMP_OK); /* and any mount's cblobs/ */
+    CHECK(hfs3_stamp_check(fd, h2, NULL, boot) == HFS3_STAMP_OTHER);         /* moved under another name */
+    CHECK(hfs3_stamp_refusal(fd, &open_dir, h1, NULL, boot, NULL) == NULL);
+    CHECK(hfs3_stamp_refusal(fd, &open_dir, h2, NULL, boot, NULL) != NULL);
+    snprintf(v, sizeof v, "%s.m0123456789abcdef", h1);
+    STAMP(v);
+    CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdef", boot) == HFS3_STAMP_OK); /* chunk-checked: its mount */
+    CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdee", boot) == HFS3_STAMP_OTHER); /* another mount's */
+    CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_OTHER);         /* not blobs/ */
+    snprintf(v, sizeof v, "%s %s", h1, boot);
+    STAMP(v);
+    CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_OK);            /* not flushed, this boot */
+    CHECK(hfs3_stamp_check(fd, h1, NULL, other) == HFS3_STAMP_BOOT);         /* after a reboot: verified again */
+    CHECK(hfs3_stamp_check(fd, h1, NULL, NULL) == HFS3_STAMP_BOOT);
+    snprintf(v, sizeof v, "%s.m0123456789abcdef %s", h1, boot);
+    STAMP(v);
+    CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdef", boot) == HFS3_STAMP_OK);
+    CHECK(hfs3_stamp_check(fd, h1, "0123456789abcdef", other) == HFS3_STAMP_BOOT);
+    snprintf(v, sizeof v, "%s %sx", h1, boot);
+    STAMP(v);
+    CHECK(hfs3_stamp_check(fd, h1, NULL, boot) == HFS3_STAMP_OTHER);         /* malformed */
+#undef STAMP
+    close(fd);
+}
+
 int main(void)
 {
     TEST(file_rule);
     TEST(dir_rule);
+    TEST(stamp_rule);
     return t_done("test_serve");
 }
