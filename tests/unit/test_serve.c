@@ -58,6 +58,24 @@ static void file_rule(void)
     st = blob(ME, 0440, 1, 47);
     st.st_mode = S_IFIFO | 0440;
     CHECK(hfs3_serve_refusal(&st, ME, 47) != NULL);       /* a FIFO */
+    /* each refusal says why in words, for the log line that names the file (a sampled mutant emptied one) */
+    static const struct {
+        uid_t uid;
+        mode_t mode;
+        nlink_t links;
+        off_t size;
+        const char *words;
+    } why[] = {{OTHER, 0440, 1, 47, "another user's file"},
+               {ME, 0640, 1, 47, "a file with a write bit (blobs are read-only)"},
+               {ME, 0440, 2, 47, "a file with a second name (a hard link)"},
+               {ME, 0440, 1, 46, "not the size the manifest says"}};
+    for (size_t i = 0; i < sizeof why / sizeof *why; i++) {
+        st = blob(why[i].uid, why[i].mode, why[i].links, why[i].size);
+        const char *r = hfs3_serve_refusal(&st, ME, 47);
+        CHECK(r && strcmp(r, why[i].words) == 0);
+    }
+    st.st_mode = S_IFIFO | 0440;
+    CHECK(strcmp(hfs3_serve_refusal(&st, ME, 47), "not a regular file") == 0);
 }
 
 static void dir_rule(void)
