@@ -644,12 +644,43 @@ static long long now_ms(void)
  * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
  * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
  * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
+/* A hold (sh_sig_hold): this thread has taken once-only state that every other call waits on (a mount being
+ * loaded: state 1). A host's handler run inside it may siglongjmp out (a C watchdog on SIGALRM), and the state
+ * would stay taken for the life of the process: every later call on the mount waited forever. So within a hold a
+ * signal with a handler is queued back and left pending until the hold ends (sh_sig_release), as the kernel
+ * runs a handler only once a call that sleeps uninterruptibly has returned; one with the default action (stop,
+ * terminate, ignore) takes it at once. */
+static __thread int hold_depth;
+static __thread sigset_t hold_host;    /* the host's mask before the outermost hold */
+static __thread sigset_t hold_taken;   /* handlers' signals taken and queued back during it */
+
+void sh_sig_hold(void)
+{
+    if (hold_depth++ == 0) {
+        sigset_t all;
+        sigfillset(&all);
+        sigemptyset(&hold_taken);
+        pthread_sigmask(SIG_BLOCK, &all, &hold_host);
+    }
+}
+
+void sh_sig_release(void)
+{
+    if (--hold_depth == 0) {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &hold_host, NULL);   /* the handlers held back run here */
+        errno = e;
+    }
+}
+
 static int sig_wait(const sigset_t *old, long ms, int intr)
 {
     sigset_t set;
     sigfillset(&set);
+    if (hold_depth)
+        old = &hold_host;
     for (int sig = 1; sig < NSIG; sig++)
-        if (sigismember(old, sig) == 1)
+        if (sigismember(old, sig) == 1 || (hold_depth && sigismember(&hold_taken, sig) == 1))
             sigdelset(&set, sig);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     siginfo_t si;
@@ -659,10 +690,20 @@ static int sig_wait(const sigset_t *old, long ms, int intr)
     struct sigaction sa;
     sigaction(sig, NULL, &sa);
     syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &si);
-    sigset_t cur;
-    pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
-    pthread_sigmask(SIG_SETMASK, &cur, NULL);
-    if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+    int handler = sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL;
+    sigset_t cur, one;
+    if (hold_depth && handler) {
+        sigaddset(&hold_taken, sig);   /* runs at the hold's end */
+    } else if (hold_depth) {
+        sigfillset(&one);
+        sigdelset(&one, sig);   /* its default action, and nothing held back */
+        pthread_sigmask(SIG_SETMASK, &one, &cur);
+        pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    } else {
+        pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
+        pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    }
+    if (!handler)
         return 0;
     /* the shim's own wait goes on (issue 41 item 2: an open of a regular file on a local file system never gives
      * EINTR; a SIGALRM watchdog or a SIGWINCH ended it): only a request to stop ends a file's fetch wait (intr),
