@@ -91,6 +91,7 @@ struct spawn_slot {
     int null2;          /* stderr to /dev/null too */
     int err;            /* the errno of the helper child's step that failed (it shares our memory until its exec) */
     int direct;         /* no mid: the helper is our own child (spawn_direct), mid == its pid */
+    int abandoned;      /* atomic: the open that started it gave up (pending_add): pending_reap reaps it */
 };
 #define SH_SPAWN_SLOTS 256
 #define SH_SPAWN_STACK (64 * 1024)
@@ -158,6 +159,8 @@ static __attribute__((no_sanitize_address, no_sanitize_undefined)) int spawn_mid
     raw_sc(SYS_exit, 0, 0, 0, 0, 0);
     return 0;
 }
+
+static void pending_reap(void);
 
 /* argv[0] looked up in PATH (a name without '/', as a shell would): the first executable match in buf, or NULL */
 static const char *path_lookup(const char *name, char *buf, size_t n)
@@ -254,13 +257,30 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
     const char *exe = strchr(argv[0], '/') ? argv[0] : path_lookup(argv[0], t->b, SH_SCR);
     int rc = exe ? 0 : ENOENT;
     struct spawn_slot *s = NULL;
-    for (int i = 0; !rc && i < SH_SPAWN_SLOTS && !s; i++) {
+    /* 256 helpers of this process running at once: wait for one to end (each is reaped by the open that started it,
+     * or below when that open gave up), as the kernel's open would just take longer; 300 threads opening distinct
+     * cold files gave EIO to 44 of them. No handler of the host runs in this wait: the caller may hold the file's
+     * lock (LOCK_EX), which a handler's siglongjmp would leave held for the life of the process. */
+    sigset_t all, old;
+    sigfillset(&all);
+    int blocked = 0;
+    for (int i = 0; !rc && !s; i++) {
+        if (i == SH_SPAWN_SLOTS) {
+            if (!blocked++)
+                pthread_sigmask(SIG_BLOCK, &all, &old);
+            int e = errno;
+            pending_reap();
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+            errno = e;
+            i = 0;
+        }
         pid_t z = 0;
         if (__atomic_compare_exchange_n(&spawn_slots[i].mid, &z, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             s = &spawn_slots[i];
     }
-    if (!rc && !s)
-        rc = EAGAIN;   /* 256 helpers of this process running at once */
+    if (blocked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     size_t ne = 0;
     for (char **e = environ; e && *e; e++)
         ne++;
@@ -305,8 +325,6 @@ pid_t sh_spawn_helper(char **argv, int lockfd, int quiet)
         s->err = 0;
         s->status = 0;
         __atomic_store_n(&s->helper, 0, __ATOMIC_RELEASE);
-        sigset_t all, old;
-        sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);   /* mid starts with all blocked, and stays so */
         int e = errno;
         pid_t mid = clone(spawn_mid, s->stack + SH_SPAWN_STACK, CLONE_VM, s);
@@ -367,6 +385,7 @@ static int reap_mid(pid_t pid, int flags, int *st)
         s->stack = NULL;
         s->direct = 0;
         __atomic_store_n(&s->helper, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->abandoned, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&s->mid, 0, __ATOMIC_RELEASE);
         return r == mid ? 1 : -1;
     }
@@ -397,26 +416,27 @@ int sh_cache_shared(void)
  * child lives, and a child that then opens the same file waits for itself. The child handler closes them. */
 static int locks_inflight;
 
-/* Helpers this process started and left running when an open gave up (a signal, a stall): reaped later. */
-#define SH_PENDING 32
-static pid_t pending[SH_PENDING];
-
+/* Helpers this process started and left running when an open gave up (a signal, a stall): reaped later, by
+ * their slot (a list of 32 lost the 33rd, whose slot then stayed taken for the life of the process). */
 static void pending_add(pid_t pid)
 {
-    for (int i = 0; i < SH_PENDING; i++) {
-        pid_t z = 0;
-        if (__atomic_compare_exchange_n(&pending[i], &z, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            return;
-    }
+    for (int i = 0; i < SH_SPAWN_SLOTS; i++)
+        if (__atomic_load_n(&spawn_slots[i].mid, __ATOMIC_ACQUIRE) > 0 &&
+            __atomic_load_n(&spawn_slots[i].helper, __ATOMIC_ACQUIRE) == pid)
+            __atomic_store_n(&spawn_slots[i].abandoned, 1, __ATOMIC_RELEASE);
 }
 
 static void pending_reap(void)
 {
-    for (int i = 0; i < SH_PENDING; i++) {
-        pid_t p = __atomic_load_n(&pending[i], __ATOMIC_ACQUIRE);
-        int st;
-        if (p > 0 && reap_mid(p, WNOHANG, &st) != 0)
-            __atomic_compare_exchange_n(&pending[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < SH_SPAWN_SLOTS; i++) {
+        struct spawn_slot *s = &spawn_slots[i];
+        int one = 1, st;
+        if (!__atomic_load_n(&s->abandoned, __ATOMIC_ACQUIRE) ||
+            !__atomic_compare_exchange_n(&s->abandoned, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;   /* (taken by another thread's pending_reap) */
+        pid_t h = __atomic_load_n(&s->helper, __ATOMIC_ACQUIRE);
+        if (h <= 0 || reap_mid(h, WNOHANG, &st) == 0)
+            __atomic_store_n(&s->abandoned, h > 0, __ATOMIC_RELEASE);   /* still running: later */
     }
 }
 
@@ -768,12 +788,43 @@ static long long now_ms(void)
  * one without (its handler has run), as a blocking flock would have it. The signal is taken with sigtimedwait,
  * so none slips by between two polls, and queued again to this thread, siginfo and all, with the caller's
  * mask back in place: its handler runs as it would have; a signal whose default is to stop or kill does that. */
+/* A hold (sh_sig_hold): this thread has taken once-only state that every other call waits on (a mount being
+ * loaded: state 1). A host's handler run inside it may siglongjmp out (a C watchdog on SIGALRM), and the state
+ * would stay taken for the life of the process: every later call on the mount waited forever. So within a hold a
+ * signal with a handler is queued back and left pending until the hold ends (sh_sig_release), as the kernel
+ * runs a handler only once a call that sleeps uninterruptibly has returned; one with the default action (stop,
+ * terminate, ignore) takes it at once. */
+static __thread int hold_depth;
+static __thread sigset_t hold_host;    /* the host's mask before the outermost hold */
+static __thread sigset_t hold_taken;   /* handlers' signals taken and queued back during it */
+
+void sh_sig_hold(void)
+{
+    if (hold_depth++ == 0) {
+        sigset_t all;
+        sigfillset(&all);
+        sigemptyset(&hold_taken);
+        pthread_sigmask(SIG_BLOCK, &all, &hold_host);
+    }
+}
+
+void sh_sig_release(void)
+{
+    if (--hold_depth == 0) {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &hold_host, NULL);   /* the handlers held back run here */
+        errno = e;
+    }
+}
+
 static int sig_wait(const sigset_t *old, long ms, int intr)
 {
     sigset_t set;
     sigfillset(&set);
+    if (hold_depth)
+        old = &hold_host;
     for (int sig = 1; sig < NSIG; sig++)
-        if (sigismember(old, sig) == 1)
+        if (sigismember(old, sig) == 1 || (hold_depth && sigismember(&hold_taken, sig) == 1))
             sigdelset(&set, sig);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     siginfo_t si;
@@ -783,10 +834,20 @@ static int sig_wait(const sigset_t *old, long ms, int intr)
     struct sigaction sa;
     sigaction(sig, NULL, &sa);
     syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), sig, &si);
-    sigset_t cur;
-    pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
-    pthread_sigmask(SIG_SETMASK, &cur, NULL);
-    if (sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL)
+    int handler = sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL;
+    sigset_t cur, one;
+    if (hold_depth && handler) {
+        sigaddset(&hold_taken, sig);   /* runs at the hold's end */
+    } else if (hold_depth) {
+        sigfillset(&one);
+        sigdelset(&one, sig);   /* its default action, and nothing held back */
+        pthread_sigmask(SIG_SETMASK, &one, &cur);
+        pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    } else {
+        pthread_sigmask(SIG_SETMASK, old, &cur);   /* the handler runs here */
+        pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    }
+    if (!handler)
         return 0;
     /* the shim's own wait goes on (issue 41 item 2: an open of a regular file on a local file system never gives
      * EINTR; a SIGALRM watchdog or a SIGWINCH ended it): only a request to stop ends a file's fetch wait (intr),
@@ -972,6 +1033,17 @@ int sh_run_locked(const struct sh_lockjob *j)
  * description is the parent's too, whose lock must stay held. */
 void sh_locks_after_fork(void)
 {
+    /* the helpers other threads started are the parent's (their mids are not this child's children): their slots
+     * would stay taken for the child's life, and with 256 every cold open of the child waited for one forever */
+    for (int i = 0; i < SH_SPAWN_SLOTS; i++)
+        if (__atomic_load_n(&spawn_slots[i].mid, __ATOMIC_ACQUIRE)) {
+            if (spawn_slots[i].stack)
+                munmap(spawn_slots[i].stack, SH_SPAWN_STACK);   /* this child's copy */
+            spawn_slots[i].stack = NULL;
+            __atomic_store_n(&spawn_slots[i].helper, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&spawn_slots[i].abandoned, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&spawn_slots[i].mid, 0, __ATOMIC_RELEASE);
+        }
     __atomic_store_n(&lock_waiters, 0, __ATOMIC_RELAXED); /* the waiting threads stayed in the parent */
     __atomic_store_n(&prog_waits, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&prog_open, 0, __ATOMIC_RELAXED);   /* the parent ends its own line */

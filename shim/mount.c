@@ -113,6 +113,7 @@ static void check_now(struct sh_mount *m)
 {
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    sh_sig_hold();
     SH_SCRATCH(t);
     char *p = t->a, *why = t->b;
     struct stat st;
@@ -123,6 +124,7 @@ static void check_now(struct sh_mount *m)
     __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
+    sh_sig_release();   /* a handler held back runs now, with the mount loaded */
 }
 
 static int sub_quiet(const struct sh_mount *m);
@@ -287,12 +289,14 @@ static void load_now(struct sh_mount *m)
 {
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    sh_sig_hold();
     __atomic_store_n(&m->check_due, 0, __ATOMIC_RELAXED);   /* load() checks (a fork during check_now: state 0) */
     __atomic_store_n(&m->retry, 0, __ATOMIC_RELAXED);
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
+    sh_sig_release();   /* a handler held back runs now, with the mount loaded */
 }
 
 /* A hub's repository loaded on a private copy (hub.c's hub_sub), before it has a slot: 0 with an index, -1
@@ -301,12 +305,14 @@ int sh_mount_probe(struct sh_mount *m)
 {
     int cs;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    sh_sig_hold();
     __atomic_store_n(&m->state, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&m->retry, 0, __ATOMIC_RELAXED);
     load(m);
     __atomic_store_n(&m->loaded_at, (long)time(NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&m->state, 2, __ATOMIC_RELEASE);
     pthread_setcancelstate(cs, NULL);
+    sh_sig_release();   /* a handler held back runs now, with the mount loaded */
     return __atomic_load_n(&m->broken, __ATOMIC_ACQUIRE) ? -1 : 0;
 }
 

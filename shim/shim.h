@@ -494,6 +494,10 @@ struct sh_lockjob {
     int *pin;                       /* the open's pin (sh_pin), released there too (NULL: none) */
 };
 int sh_run_locked(const struct sh_lockjob *j);
+/* Within a hold (a mount's load, state 1), the shim's waits keep a host's signal handlers for the hold's end
+ * (helper.c): a handler that siglongjmps cannot leave the state taken. Nested holds count. */
+void sh_sig_hold(void);
+void sh_sig_release(void);
 void sh_locks_after_fork(void);
 int sh_mkdirs(const char *path);
 void sh_mount_ownkey(struct sh_mount *m);   /* cachedir.c: under HFS3_VERIFY_FOREIGN=1, the user's own mounts/<key> */
