@@ -106,6 +106,7 @@ $(BUILD)/tests-san/%: tests/unit/%.c $(BUILD)/libhfs3-san.a $(HEADERS)
 	$(CC) $(BASE) -O1 -g $(SAN) -Itests/unit -o $@ $< $(BUILD)/libhfs3-san.a $(LIBS)
 # unit tests that compile a shim source in directly (test_scratch.c: #include "../../shim/scratch.c")
 $(BUILD)/tests/test_scratch $(BUILD)/tests-san/test_scratch: shim/scratch.c $(wildcard shim/*.h)
+$(BUILD)/tests/test_gc $(BUILD)/tests-san/test_gc: shim/lastuse.c
 
 # Test tools: small programs over lib/ that end-to-end tests drive.
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libhfs3.a $(HEADERS)
