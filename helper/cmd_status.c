@@ -122,18 +122,7 @@ static int64_t get_wchar(int pid)
         buf[n] = 0;
         is_get |= !strcmp(buf + i, "_get");
     }
-    if (!is_get)
-        return -1;
-    snprintf(path, sizeof path, "/proc/%d/io", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *w = strstr(buf, "wchar: ");
-    return w ? (int64_t)strtoll(w + 7, NULL, 10) : -1;
+    return is_get ? hfs3_proc_wchar(pid) : -1;
 }
 
 static void add_waiter(fetch_info *f, int pid)

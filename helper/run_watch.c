@@ -121,21 +121,6 @@ static int is_helper(int pid)
     return !strcmp(comm, "hfs3-manifest");
 }
 
-static int64_t wchar_of(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/io", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *p = strstr(buf, "wchar: ");
-    return p ? (int64_t)strtoll(p + 7, NULL, 10) : -1;
-}
-
 /* The file of sha: its size and "LOCAL/path" from the index of one of the mounts in the cache (a configured
  * mount's LOCAL, or a hub's LOCAL/<repository>). 0 found, -1 not. */
 static int label_of(const char *sha, struct wfile *f)
@@ -254,7 +239,7 @@ static void bytes_of(struct wfile *f, int helper)
         closedir(d);
     if (!f->size)
         f->size = part;
-    int64_t wc = helper > 0 ? wchar_of(helper) : -1;
+    int64_t wc = helper > 0 ? hfs3_proc_wchar(helper) : -1;
     if (wc >= 0 && wc - side > done)
         done = wc - side;
     if (done > (int64_t)f->size)

@@ -367,6 +367,21 @@ int hfs3_ends_with(const char *s, const char *suffix)
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
+int64_t hfs3_proc_wchar(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/io", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *w = strstr(buf, "wchar: ");
+    return w ? (int64_t)strtoll(w + 7, NULL, 10) : -1;
+}
+
 int hfs3_read_file(const char *path, size_t max, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

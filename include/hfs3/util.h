@@ -81,6 +81,9 @@ int hfs3_starts_with(const char *s, const char *prefix);
 int hfs3_ends_with(const char *s, const char *suffix);
 /* Reads a whole local file (at most max bytes) into *out (NUL-terminated). */
 int hfs3_read_file(const char *path, size_t max, char **out, size_t *len);
+/* The bytes process pid has written so far (wchar of /proc/PID/io), or -1 when that is not ours to read (another
+ * user's process, one gone). `status` and `run` draw a fetch's progress from the helper's. */
+int64_t hfs3_proc_wchar(int pid);
 /* open(path, flags | O_CREAT | O_CLOEXEC, mode). With exact set, the file ends up with exactly mode
  * whatever the umask took (a shared cache needs its group bits), if this user owns it: only the owner
  * may fchmod. Returns the fd. */
