@@ -321,6 +321,14 @@ static int ensure_blob(struct sh_mount *m, uint32_t e, char *blob, size_t n, int
      * under the blob's lock) just as this look ran, after the lock was let go: one more look, under the lock */
     if (sh_verify_foreign && !have && rc == 0 && (rc = sh_run_locked(&j)) == 0)
         have = blob_there(&bf);
+    /* and a few more, 50 ms apart (1 s at most, only when a refusal is about to be the answer): a clean-clone CI
+     * run still saw one refusal after the locked look, in t_cache_deny's planted cblobs/<sha> case, whose cause was
+     * not found; the decision stays the one serve_open makes on the descriptor it returns */
+    for (int k = 0; sh_verify_foreign && !have && rc == 0 && k < 20; k++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        have = blob_there(&bf);
+    }
     if (sh_verify_foreign)
         foreign = 1;
     if (foreign && rc == 0 && err_since(lk, &t0, 0, &eb))
